@@ -1,0 +1,22 @@
+// Package machines holds wake-on-chat's pod lifecycle machine and wake
+// policy: given what is known about one pod (a Record) and what just happened
+// (an Event), Decide says whether to wake the pod or wait, which reply the
+// user gets, and what the record becomes.
+//
+// The behaviour is the transition table in specs/pod-lifecycle.toml,
+// compiled by engine/; this package binds its guards and applies its effects.
+// It is pure, like etcd's raft: no I/O, no clock, no goroutines. Time is the
+// event's At; the caller's record is never changed.
+//
+// The caller's duties:
+//   - serialise Decide per pod (a per-pod lock) and persist the returned record;
+//   - perform the decision: when it says wake, send the start request (in the
+//     background, never in the response path), and feed the start's outcome
+//     back as a refused or startFailed event stamped with the wake's
+//     WakeRequestedAt;
+//   - watch each wake that was not refused and feed readySince or neverReady
+//     back the same way;
+//   - log decision.Stuck at error level.
+package machines
+
+//go:generate go run ./gendoc -out ../docs/state-diagram.md

@@ -1,0 +1,481 @@
+package machines
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wakeonchat/wakeonchat/engine"
+)
+
+var t0 = time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
+
+// at is t0 plus d.
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+const min = time.Minute
+
+func notReady(now time.Time, status string) Event {
+	return Event{Trigger: NotReady, At: now, Status: status, Lookup: LookupFound}
+}
+
+func loading(now time.Time) Event { return Event{Trigger: ModelLoading, At: now} }
+
+// rec builds a record of pod qwen.
+func rec(state engine.State, f func(*Record)) Record {
+	r := Record{Pod: "qwen", State: state}
+	if f != nil {
+		f(&r)
+	}
+	return r
+}
+
+func wokeAt(d time.Duration) func(*Record) {
+	return func(r *Record) { r.WakeRequestedAt = at(d) }
+}
+
+type policyWant struct {
+	Action Action
+	Reply  ReplyKey
+	Text   string
+	Stuck  bool
+	Record Record
+}
+
+// TestDecide is the wake policy's table: D1, D7, D9, D12, #684's feedback
+// and #712, with the default wording. Every row also checks that the record
+// handed in is unchanged.
+func TestDecide(t *testing.T) {
+	readyThen := func(wake, ready time.Time) func(*Record) {
+		return func(r *Record) { r.WakeRequestedAt, r.Outcome, r.ReadyAt = wake, OutcomeReady, ready }
+	}
+	tests := []struct {
+		name string
+		rec  Record
+		ev   Event
+		want policyWant
+	}{
+		// D1
+		{
+			name: "first not-ready wakes",
+			rec:  NewRecord("qwen"),
+			ev:   notReady(at(0), "EXITED"),
+			want: policyWant{ActionWake, ReplyWaking,
+				"Waking the GPU brain — that takes about 9 minutes. Ask me again in a few minutes.", false,
+				rec(Waking, wokeAt(0))},
+		},
+		{
+			name: "an empty state is asleep",
+			rec:  Record{Pod: "qwen"},
+			ev:   notReady(at(0), "EXITED"),
+			want: policyWant{ActionWake, ReplyWaking,
+				"Waking the GPU brain — that takes about 9 minutes. Ask me again in a few minutes.", false,
+				rec(Waking, wokeAt(0))},
+		},
+		{
+			name: "second within the window waits with whole minutes",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   notReady(at(3*min+59*time.Second), "CREATED"),
+			want: policyWant{ActionWait, ReplyStillWaking,
+				"Still waking — 3 min elapsed, usually ready by ~9. Ask again shortly.", false,
+				rec(Waking, wokeAt(0))},
+		},
+		{
+			name: "the window edge is inclusive",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   notReady(at(15*min), "EXITED"),
+			want: policyWant{ActionWait, ReplyStillWaking,
+				"Still waking — 15 min elapsed, usually ready by ~9. Ask again shortly.", false,
+				rec(Waking, wokeAt(0))},
+		},
+		{
+			name: "15 min + 1 ms wakes again with a fresh clock (#712)",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   notReady(at(15*min+time.Millisecond), "EXITED"),
+			want: policyWant{ActionWake, ReplyRewake,
+				"The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.", false,
+				rec(Waking, wokeAt(15*min+time.Millisecond))},
+		},
+		{
+			name: "2796 minutes later: the same neutral reply (#712)",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   notReady(at(2796*min), "EXITED"),
+			want: policyWant{ActionWake, ReplyRewake,
+				"The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.", false,
+				rec(Waking, wokeAt(2796*min))},
+		},
+		{
+			name: "a re-wake clears the loading clock (#712)",
+			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(5*min) }),
+			ev:   notReady(at(22*min), "EXITED"),
+			want: policyWant{ActionWake, ReplyRewake,
+				"The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.", false,
+				rec(Waking, wokeAt(22*min))},
+		},
+		{
+			name: "UNREADABLE waits, wakes nothing, clears the loading clock, keeps the outcome",
+			rec: rec(Loading, func(r *Record) {
+				r.WakeRequestedAt, r.ModelLoadingSince, r.Outcome, r.ReadyAt = at(0), at(0), OutcomeReady, at(9*min)
+			}),
+			ev: Event{Trigger: NotReady, At: at(40 * min), Status: "UNKNOWN", Lookup: LookupUnreadable},
+			want: policyWant{ActionWait, ReplyUnreadable,
+				"I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.", false,
+				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.Outcome, r.ReadyAt = at(0), OutcomeReady, at(9*min) })},
+		},
+		{
+			name: "UNREADABLE on a pod never woken wakes nothing",
+			rec:  NewRecord("qwen"),
+			ev:   Event{Trigger: NotReady, At: at(0), Lookup: LookupUnreadable},
+			want: policyWant{ActionWait, ReplyUnreadable,
+				"I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.", false,
+				NewRecord("qwen")},
+		},
+		// D7, D9
+		{
+			name: "model loading with a wake on the clock: seeded from the wake",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   loading(at(6*min + 43*time.Second)),
+			want: policyWant{ActionWait, ReplyLoadingWaking,
+				"Still waking — 6 min elapsed; the GPU is up and the model is loading. Ask again shortly.", false,
+				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
+		},
+		{
+			name: "model loading without a wake: the clock starts now",
+			rec:  NewRecord("qwen"),
+			ev:   loading(at(0)),
+			want: policyWant{ActionWait, ReplyLoading,
+				"The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.", false,
+				rec(Loading, func(r *Record) { r.ModelLoadingSince = at(0) })},
+		},
+		{
+			name: "a wake older than wake_watch is off the clock: loading starts now, never wakes",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   loading(at(35*min + time.Second)),
+			want: policyWant{ActionWait, ReplyLoading,
+				"The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.", false,
+				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(35*min+time.Second) })},
+		},
+		{
+			name: "loading past the window never wakes",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   loading(at(16 * min)),
+			want: policyWant{ActionWait, ReplyLoadingWaking,
+				"Still waking — 16 min elapsed; the GPU is up and the model is loading. Ask again shortly.", false,
+				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
+		},
+		{
+			name: "the running loading clock is kept",
+			rec:  rec(Loading, func(r *Record) { r.ModelLoadingSince = at(0) }),
+			ev:   loading(at(19*min + 59*time.Second)),
+			want: policyWant{ActionWait, ReplyLoading,
+				"The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.", false,
+				rec(Loading, func(r *Record) { r.ModelLoadingSince = at(0) })},
+		},
+		{
+			name: "the ceiling edge is inclusive: stuck",
+			rec:  rec(Loading, func(r *Record) { r.ModelLoadingSince = at(0) }),
+			ev:   loading(at(20 * min)),
+			want: policyWant{ActionWait, ReplyStuck,
+				"The model server has been up for 20 minutes and still is not answering — it may be stuck. Someone needs to look at the pod.", true,
+				rec(Stuck, func(r *Record) { r.ModelLoadingSince = at(0) })},
+		},
+		{
+			name: "loading 25 minutes after the wake: stuck, no wake",
+			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
+			ev:   loading(at(25 * min)),
+			want: policyWant{ActionWait, ReplyStuck,
+				"The model server has been up for 25 minutes and still is not answering — it may be stuck. Someone needs to look at the pod.", true,
+				rec(Stuck, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
+		},
+		{
+			name: "a non-loading not-ready clears the clock",
+			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
+			ev:   notReady(at(7*min), "EXITED"),
+			want: policyWant{ActionWait, ReplyStillWaking,
+				"Still waking — 7 min elapsed, usually ready by ~9. Ask again shortly.", false,
+				rec(Waking, wokeAt(0))},
+		},
+		// D12
+		{
+			name: "ready then stopped, inside the window, same day",
+			rec:  rec(Ready, readyThen(at(0), at(9*min))),
+			ev:   notReady(at(14*min), "EXITED"),
+			want: policyWant{ActionWake, ReplyReadyThenStopped,
+				"The GPU woke and was ready at 12:09 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes.", false,
+				rec(Waking, wokeAt(14*min))},
+		},
+		{
+			name: "ready then stopped, beyond the window, the next day: date-prefixed",
+			rec:  rec(Ready, readyThen(at(0), at(9*min))),
+			ev:   notReady(at(13*time.Hour), "EXITED"),
+			want: policyWant{ActionWake, ReplyReadyThenStopped,
+				"The GPU woke and was ready at 2026-09-09 12:09 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes.", false,
+				rec(Waking, wokeAt(13*time.Hour))},
+		},
+		{
+			name: "ready while RUNNING is not called stopped: in the window it waits",
+			rec:  rec(Ready, readyThen(at(0), at(9*min))),
+			ev:   notReady(at(10*min), "RUNNING"),
+			want: policyWant{ActionWait, ReplyStillWaking,
+				"Still waking — 10 min elapsed, usually ready by ~9. Ask again shortly.", false,
+				rec(Waking, readyThen(at(0), at(9*min)))},
+		},
+		{
+			name: "ready while RUNNING is not called stopped: beyond the window it re-wakes",
+			rec:  rec(Ready, readyThen(at(0), at(9*min))),
+			ev:   notReady(at(16*min), "RUNNING"),
+			want: policyWant{ActionWake, ReplyRewake,
+				"The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.", false,
+				rec(Waking, wokeAt(16*min))},
+		},
+		{
+			name: "never-ready wakes again regardless of the window",
+			rec:  rec(NeverReady, func(r *Record) { r.WakeRequestedAt, r.Outcome = at(0), OutcomeNeverReady }),
+			ev:   notReady(at(36*min), "EXITED"),
+			want: policyWant{ActionWake, ReplyNeverReady,
+				"The wake requested at 12:00 UTC did not complete — the GPU never became ready. Waking it again — about 9 minutes.", false,
+				rec(Waking, wokeAt(36*min))},
+		},
+		{
+			name: "refused wakes again inside the window, naming the status",
+			rec:  rec(Refused, func(r *Record) { r.WakeRequestedAt, r.Outcome, r.RefusedStatus = at(0), OutcomeRefused, 409 }),
+			ev:   notReady(at(min), "EXITED"),
+			want: policyWant{ActionWake, ReplyRefused,
+				"The last wake request was refused by the conductor (HTTP 409). Waking it again — about 9 minutes.", false,
+				rec(Waking, wokeAt(min))},
+		},
+		{
+			name: "a start that never reached the conductor wakes again at once",
+			rec:  rec(Refused, func(r *Record) { r.WakeRequestedAt, r.Outcome = at(0), OutcomeStartFailed }),
+			ev:   notReady(at(time.Second), "EXITED"),
+			want: policyWant{ActionWake, ReplyWakeFailed,
+				"The last wake request never reached the conductor, so nothing is waking. Trying again — about 9 minutes.", false,
+				rec(Waking, wokeAt(time.Second))},
+		},
+		{
+			name: "the outcome is carried through loading",
+			rec:  rec(Ready, readyThen(at(0), at(9*min))),
+			ev:   loading(at(12 * min)),
+			want: policyWant{ActionWait, ReplyLoadingWaking,
+				"Still waking — 12 min elapsed; the GPU is up and the model is loading. Ask again shortly.", false,
+				rec(Loading, func(r *Record) {
+					readyThen(at(0), at(9*min))(r)
+					r.ModelLoadingSince = at(0)
+				})},
+		},
+		{
+			name: "readySince of the wake on record: ready",
+			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
+			ev:   Event{Trigger: ReadySinceSeen, At: at(10 * min), ReadySince: at(9 * min), Wake: at(0)},
+			want: policyWant{ActionNone, "", "", false,
+				rec(Ready, func(r *Record) {
+					readyThen(at(0), at(9*min))(r)
+					r.ModelLoadingSince = at(0)
+				})},
+		},
+		{
+			name: "readySince exactly ready_slack before the wake still counts",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   Event{Trigger: ReadySinceSeen, At: at(min), ReadySince: at(-time.Minute), Wake: at(0)},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, readyThen(at(0), at(-time.Minute)))},
+		},
+		{
+			name: "readySince of an earlier boot is ignored",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   Event{Trigger: ReadySinceSeen, At: at(min), ReadySince: at(-time.Minute - time.Millisecond), Wake: at(0)},
+			want: policyWant{ActionNone, "", "", false, rec(Waking, wokeAt(0))},
+		},
+		{
+			name: "a superseded watch is inert",
+			rec:  rec(Waking, wokeAt(20*min)),
+			ev:   Event{Trigger: NeverReadySeen, At: at(35 * min), Wake: at(0)},
+			want: policyWant{ActionNone, "", "", false, rec(Waking, wokeAt(20*min))},
+		},
+		{
+			name: "never-ready of the wake on record",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   Event{Trigger: NeverReadySeen, At: at(35 * min), Wake: at(0)},
+			want: policyWant{ActionNone, "", "", false,
+				rec(NeverReady, func(r *Record) { r.WakeRequestedAt, r.Outcome = at(0), OutcomeNeverReady })},
+		},
+		{
+			name: "a refusal with no wake on record is inert",
+			rec:  NewRecord("qwen"),
+			ev:   Event{Trigger: StartRefused, At: at(0), HTTPStatus: 409},
+			want: policyWant{ActionNone, "", "", false, NewRecord("qwen")},
+		},
+	}
+	pod, err := NewPod(DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.rec
+			d, next, err := pod.Decide(tt.rec, tt.ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := policyWant{d.Action, d.Reply, d.Text, d.Stuck, next}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tt.rec); diff != "" {
+				t.Errorf("record handed in was changed (-before +after):\n%s", diff)
+			}
+			if err := CheckPlain(d.Text); err != nil {
+				t.Errorf("reply is not plain text: %v", err)
+			}
+		})
+	}
+}
+
+// TestDecideShortTimings shows that the timings come from the policy, not
+// from constants: an operator can shorten every one.
+func TestDecideShortTimings(t *testing.T) {
+	p := DefaultPolicy()
+	p.Timings.WakeWindow = 2 * time.Minute
+	p.Timings.ExpectedWake = 4 * time.Minute
+	pod, err := NewPod(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, r, err := pod.Decide(NewRecord("qwen"), notReady(at(0), "EXITED"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Waking the GPU brain — that takes about 4 minutes. Ask me again in a few minutes."; d.Text != want {
+		t.Errorf("text = %q, want %q", d.Text, want)
+	}
+	d, _, err = pod.Decide(r, notReady(at(2*min+time.Millisecond), "EXITED"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Action != ActionWake || d.Reply != ReplyRewake {
+		t.Errorf("got %s/%s, want wake/rewake past a 2-minute window", d.Action, d.Reply)
+	}
+}
+
+// TestDecideUnknownTrigger: an event the table does not know is an error,
+// never a panic, and leaves the record as it was.
+func TestDecideUnknownTrigger(t *testing.T) {
+	pod, err := NewPod(DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := NewRecord("qwen")
+	_, out, err := pod.Decide(in, Event{Trigger: "bogus", At: at(0)})
+	if err == nil || !strings.Contains(err.Error(), "bogus") {
+		t.Fatalf("err = %v, want an error naming the trigger", err)
+	}
+	if diff := cmp.Diff(in, out); diff != "" {
+		t.Errorf("record changed on error (-want +got):\n%s", diff)
+	}
+}
+
+// TestDescribeWakeResult is #684's table of start outcomes and log lines.
+func TestDescribeWakeResult(t *testing.T) {
+	type line struct {
+		Level slog.Level
+		Line  string
+	}
+	tests := []struct {
+		name string
+		r    *WakeResult
+		want line
+	}{
+		{"client timed out: in flight", &WakeResult{Requested: true, TimedOut: true, TimeoutMs: 3000},
+			line{slog.LevelInfo, "wake requested for pod qwen: in flight (client timed out after 3 s; the conductor continues)"}},
+		{"client timed out after 1.5 s", &WakeResult{Requested: true, TimedOut: true, TimeoutMs: 1500},
+			line{slog.LevelInfo, "wake requested for pod qwen: in flight (client timed out after 1.5 s; the conductor continues)"}},
+		{"200 accepted", &WakeResult{Requested: true, Status: 200},
+			line{slog.LevelInfo, "wake requested for pod qwen: accepted status=200"}},
+		{"202 accepted", &WakeResult{Requested: true, Status: 202},
+			line{slog.LevelInfo, "wake requested for pod qwen: accepted status=202"}},
+		{"404 refused", &WakeResult{Status: 404}, line{slog.LevelError, "wake refused for pod qwen: status=404"}},
+		{"409 refused", &WakeResult{Status: 409}, line{slog.LevelError, "wake refused for pod qwen: status=409"}},
+		{"503 refused", &WakeResult{Status: 503}, line{slog.LevelError, "wake refused for pod qwen: status=503"}},
+		{"401 names the token", &WakeResult{Status: 401},
+			line{slog.LevelError, "wake refused for pod qwen: status=401 (the conductor's start wants the operator token: set RIG_WAKE_TOKEN in the host's environment)"}},
+		{"403 names the token", &WakeResult{Status: 403},
+			line{slog.LevelError, "wake refused for pod qwen: status=403 (the conductor's start wants the operator token: set RIG_WAKE_TOKEN in the host's environment)"}},
+		{"transport failure", &WakeResult{Error: "ECONNREFUSED"}, line{slog.LevelError, "wake failed for pod qwen: ECONNREFUSED"}},
+		{"no result", nil, line{slog.LevelError, "wake failed for pod qwen: no result"}},
+		{"empty result", &WakeResult{}, line{slog.LevelError, "wake failed for pod qwen: no result"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lvl, msg := DescribeWakeResult("qwen", tt.r)
+			if diff := cmp.Diff(tt.want, line{lvl, msg}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	// The three non-accepted outcomes must be told apart by a grep.
+	_, refused := DescribeWakeResult("qwen", &WakeResult{Status: 409})
+	_, failed := DescribeWakeResult("qwen", &WakeResult{Error: "ECONNREFUSED"})
+	_, inflight := DescribeWakeResult("qwen", &WakeResult{Requested: true, TimedOut: true, TimeoutMs: 3000})
+	for _, p := range []struct{ line, grep string }{{refused, "wake refused"}, {failed, "wake failed"}, {inflight, "wake requested for pod"}} {
+		for _, other := range []string{refused, failed, inflight} {
+			if other != p.line && strings.Contains(other, p.grep) {
+				t.Errorf("%q matches grep %q meant for %q", other, p.grep, p.line)
+			}
+		}
+	}
+}
+
+func TestOutcomeEvent(t *testing.T) {
+	wake, now := at(0), at(time.Second)
+	tests := []struct {
+		name   string
+		r      *WakeResult
+		want   Event
+		wantOK bool
+	}{
+		{"in flight needs no feedback", &WakeResult{Requested: true, TimedOut: true, TimeoutMs: 3000}, Event{}, false},
+		{"accepted needs no feedback", &WakeResult{Requested: true, Status: 202}, Event{}, false},
+		{"refused", &WakeResult{Status: 409}, Event{Trigger: StartRefused, At: now, HTTPStatus: 409, Wake: wake}, true},
+		{"never sent", &WakeResult{Error: "ECONNREFUSED"}, Event{Trigger: StartFailed, At: now, Wake: wake}, true},
+		{"no result", nil, Event{Trigger: StartFailed, At: now, Wake: wake}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := OutcomeEvent(tt.r, wake, now)
+			if ok != tt.wantOK {
+				t.Fatalf("ok = %v, want %v", ok, tt.wantOK)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDescribeDecision(t *testing.T) {
+	tests := []struct {
+		name         string
+		status       string
+		modelLoading bool
+		d            Decision
+		wantLevel    slog.Level
+		wantLine     string
+	}{
+		{"asleep wakes", "EXITED", false, Decision{Action: ActionWake},
+			slog.LevelInfo, "provider not ready for pod qwen (status EXITED) → wake"},
+		{"loading waits", "RUNNING", true, Decision{Action: ActionWait},
+			slog.LevelInfo, "provider not ready for pod qwen (status RUNNING, model loading) → wait"},
+		{"stuck is an error", "RUNNING", true, Decision{Action: ActionWait, Stuck: true},
+			slog.LevelError, "provider not ready for pod qwen (status RUNNING, model loading) → wait — STUCK: up but not answering"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lvl, line := DescribeDecision("qwen", tt.status, tt.modelLoading, tt.d)
+			if lvl != tt.wantLevel || line != tt.wantLine {
+				t.Errorf("got (%v, %q), want (%v, %q)", lvl, line, tt.wantLevel, tt.wantLine)
+			}
+		})
+	}
+}

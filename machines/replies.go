@@ -1,0 +1,187 @@
+package machines
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"text/template"
+	"time"
+)
+
+// ReplyKey names one of the wake policy's replies; operators word them in
+// wake.toml's [replies] section under the same names.
+type ReplyKey string
+
+// The replies the wake policy can give.
+const (
+	ReplyWaking           ReplyKey = "waking"
+	ReplyStillWaking      ReplyKey = "still_waking"
+	ReplyRewake           ReplyKey = "rewake"
+	ReplyLoading          ReplyKey = "loading"
+	ReplyLoadingWaking    ReplyKey = "loading_waking"
+	ReplyStuck            ReplyKey = "stuck"
+	ReplyUnreadable       ReplyKey = "unreadable"
+	ReplyReadyThenStopped ReplyKey = "ready_then_stopped"
+	ReplyNeverReady       ReplyKey = "never_ready"
+	ReplyRefused          ReplyKey = "refused"
+	ReplyWakeFailed       ReplyKey = "wake_failed"
+)
+
+// ReplyKeys lists every reply key in a stable order.
+var ReplyKeys = []ReplyKey{
+	ReplyWaking, ReplyStillWaking, ReplyRewake, ReplyLoading, ReplyLoadingWaking,
+	ReplyStuck, ReplyUnreadable, ReplyReadyThenStopped, ReplyNeverReady, ReplyRefused,
+	ReplyWakeFailed,
+}
+
+// DefaultReplies returns the default wording of every reply, as text/template
+// sources. They are the design's wording.
+func DefaultReplies() map[ReplyKey]string {
+	return map[ReplyKey]string{
+		ReplyWaking:           "Waking the GPU brain — that takes about {{.ExpectedMinutes}} minutes. Ask me again in a few minutes.",
+		ReplyStillWaking:      "Still waking — {{.ElapsedMinutes}} min elapsed, usually ready by ~{{.ExpectedMinutes}}. Ask again shortly.",
+		ReplyRewake:           "The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.",
+		ReplyLoading:          "The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.",
+		ReplyLoadingWaking:    "Still waking — {{.ElapsedMinutes}} min elapsed; the GPU is up and the model is loading. Ask again shortly.",
+		ReplyStuck:            "The model server has been up for {{.LoadingMinutes}} minutes and still is not answering — it may be stuck. Someone needs to look at the pod.",
+		ReplyUnreadable:       "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.",
+		ReplyReadyThenStopped: "The GPU woke and was ready at {{.ReadyAt}}, then stopped — it shuts down after {{.IdleMinutes}} idle minutes. Waking it again — about {{.ExpectedMinutes}} minutes.",
+		ReplyNeverReady:       "The wake requested at {{.WakeRequestedAt}} did not complete — the GPU never became ready. Waking it again — about {{.ExpectedMinutes}} minutes.",
+		ReplyRefused:          "The last wake request was refused by the conductor (HTTP {{.Status}}). Waking it again — about {{.ExpectedMinutes}} minutes.",
+		ReplyWakeFailed:       "The last wake request never reached the conductor, so nothing is waking. Trying again — about {{.ExpectedMinutes}} minutes.",
+	}
+}
+
+// ReplyData is what a reply template can use.
+type ReplyData struct {
+	Pod             string // the pod's name
+	ElapsedMinutes  int    // whole minutes since the current wake was requested
+	ExpectedMinutes int    // expected_wake in whole minutes
+	LoadingMinutes  int    // whole minutes the model has been loading
+	IdleMinutes     int    // pod_idle_stop in whole minutes
+	ReadyAt         string // when the last wake became ready: "15:04 UTC", date-prefixed when not today
+	WakeRequestedAt string // when the current wake was requested, same format
+	Status          int    // the HTTP status of a refused start
+}
+
+// SampleReplyData is the data every reply is rendered against at load, so a
+// template that cannot render stops start-up.
+func SampleReplyData() ReplyData {
+	return ReplyData{
+		Pod: "qwen", ElapsedMinutes: 3, ExpectedMinutes: 9, LoadingMinutes: 21, IdleMinutes: 15,
+		ReadyAt: "2026-09-10 14:05 UTC", WakeRequestedAt: "12:26 UTC", Status: 409,
+	}
+}
+
+// Replies holds the parsed reply templates.
+type Replies struct {
+	t map[ReplyKey]*template.Template
+}
+
+// ReplyError says which reply could not be used and why.
+type ReplyError struct {
+	Key ReplyKey
+	Err error
+}
+
+func (e *ReplyError) Error() string { return fmt.Sprintf("reply %q: %v", e.Key, e.Err) }
+func (e *ReplyError) Unwrap() error { return e.Err }
+
+var (
+	urlPattern      = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://|\bwww\.|\b[a-z0-9-]+\.(com|net|org|io|ai|dev|app)\b`)
+	markdownPattern = regexp.MustCompile("(?m)(\\*\\*|__|`|\\[[^\\]]*\\]\\(|^\\s*#{1,6}\\s|^\\s*[-*+]\\s|^\\s*>\\s|~~)")
+)
+
+// CheckPlain returns an error when text is not plain: a URL or markdown.
+func CheckPlain(text string) error {
+	if m := urlPattern.FindString(text); m != "" {
+		return fmt.Errorf("contains a URL (%q)", m)
+	}
+	if m := markdownPattern.FindString(text); m != "" {
+		return fmt.Errorf("contains markdown (%q)", strings.TrimSpace(m))
+	}
+	return nil
+}
+
+// ParseReplies parses one template per reply key. Every key must be present,
+// no other key may be, and each template must render SampleReplyData as
+// plain text: no URL, no markdown. Errors are *ReplyError naming the key.
+func ParseReplies(texts map[ReplyKey]string) (*Replies, error) {
+	r := &Replies{t: make(map[ReplyKey]*template.Template, len(ReplyKeys))}
+	var errs []error
+	for _, k := range sortedKeys(texts) {
+		if !slices.Contains(ReplyKeys, k) {
+			errs = append(errs, &ReplyError{Key: k, Err: errors.New("unknown reply")})
+		}
+	}
+	for _, k := range ReplyKeys {
+		src, ok := texts[k]
+		if !ok || strings.TrimSpace(src) == "" {
+			errs = append(errs, &ReplyError{Key: k, Err: errors.New("missing or empty")})
+			continue
+		}
+		t, err := template.New(string(k)).Option("missingkey=error").Parse(src)
+		if err != nil {
+			errs = append(errs, &ReplyError{Key: k, Err: err})
+			continue
+		}
+		r.t[k] = t
+		out, err := r.Render(k, SampleReplyData())
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := CheckPlain(out); err != nil {
+			errs = append(errs, &ReplyError{Key: k, Err: err})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return r, nil
+}
+
+// MustDefaultReplies parses DefaultReplies; it panics only if the defaults
+// themselves are broken, which a test forbids.
+func MustDefaultReplies() *Replies {
+	r, err := ParseReplies(DefaultReplies())
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// Render executes the reply key's template with d.
+func (r *Replies) Render(key ReplyKey, d ReplyData) (string, error) {
+	t, ok := r.t[key]
+	if !ok {
+		return "", &ReplyError{Key: key, Err: errors.New("unknown reply")}
+	}
+	var b strings.Builder
+	b.Grow(256) // every default fits: one allocation instead of a doubling series
+	if err := t.Execute(&b, d); err != nil {
+		return "", &ReplyError{Key: key, Err: err}
+	}
+	return b.String(), nil
+}
+
+// FormatClock renders t as "15:04 UTC", prefixed with the UTC date
+// ("2006-01-02 15:04 UTC") when t is not on the same UTC day as now.
+func FormatClock(t, now time.Time) string {
+	t, now = t.UTC(), now.UTC()
+	if t.Year() == now.Year() && t.YearDay() == now.YearDay() {
+		return t.Format("15:04") + " UTC"
+	}
+	return t.Format("2006-01-02 15:04") + " UTC"
+}
+
+func sortedKeys(m map[ReplyKey]string) []ReplyKey {
+	keys := make([]ReplyKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,155 @@
+// Package specs holds wake-on-chat's declarative behaviour: the pod lifecycle
+// transition table (pod-lifecycle.toml) and the scenario timelines
+// (scenarios/*.toml) that tests replay and docs/state-diagram.md shows.
+//
+// The files are embedded, so the table the binary runs is the table the
+// diagram documents. This package only parses; it does not run a machine and
+// does no I/O beyond reading its embedded files.
+package specs
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/wakeonchat/wakeonchat/engine"
+)
+
+//go:embed pod-lifecycle.toml scenarios/*.toml
+var files embed.FS
+
+// PodLifecycleSource is the embedded pod-lifecycle.toml, verbatim.
+func PodLifecycleSource() []byte {
+	b, err := files.ReadFile("pod-lifecycle.toml")
+	if err != nil {
+		panic(err) // embedded at build time
+	}
+	return b
+}
+
+type tableFile struct {
+	Name     string   `toml:"name"`
+	Initial  string   `toml:"initial"`
+	States   []string `toml:"states"`
+	Triggers []string `toml:"triggers"`
+	Guards   []string `toml:"guards"`
+	Effects  []string `toml:"effects"`
+	Rows     []struct {
+		From    string   `toml:"from"`
+		On      string   `toml:"on"`
+		Guard   string   `toml:"guard"`
+		To      string   `toml:"to"`
+		Effects []string `toml:"effects"`
+	} `toml:"row"`
+	Ignores []struct {
+		From string `toml:"from"`
+		On   string `toml:"on"`
+	} `toml:"ignore"`
+}
+
+// PodLifecycle parses the embedded pod lifecycle table.
+func PodLifecycle() (engine.Table, error) {
+	return ParseTable(PodLifecycleSource())
+}
+
+// ParseTable parses a transition table in the pod-lifecycle.toml format.
+// Unknown keys are errors; the table's meaning is checked by engine.Compile.
+func ParseTable(src []byte) (engine.Table, error) {
+	var f tableFile
+	md, err := toml.Decode(string(src), &f)
+	if err != nil {
+		return engine.Table{}, fmt.Errorf("transition table: %w", err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return engine.Table{}, fmt.Errorf("transition table: unknown key %q", und[0].String())
+	}
+	t := engine.Table{
+		Name:    f.Name,
+		Initial: engine.State(f.Initial),
+		Guards:  slices.Clone(f.Guards),
+		Effects: slices.Clone(f.Effects),
+	}
+	for _, s := range f.States {
+		t.States = append(t.States, engine.State(s))
+	}
+	for _, tr := range f.Triggers {
+		t.Triggers = append(t.Triggers, engine.Trigger(tr))
+	}
+	for _, r := range f.Rows {
+		t.Rows = append(t.Rows, engine.Row{
+			From: engine.State(r.From), On: engine.Trigger(r.On), Guard: r.Guard,
+			To: engine.State(r.To), Effects: slices.Clone(r.Effects),
+		})
+	}
+	for _, ig := range f.Ignores {
+		t.Ignores = append(t.Ignores, engine.Ignore{From: engine.State(ig.From), On: engine.Trigger(ig.On)})
+	}
+	return t, nil
+}
+
+// Scenario is one timeline replayed against the pod machine.
+type Scenario struct {
+	File        string // file name under scenarios/
+	Name        string `toml:"name"`
+	Title       string `toml:"title"`
+	Description string `toml:"description"`
+	Pod         string `toml:"pod"`
+	Steps       []Step `toml:"step"`
+}
+
+// Step is one event of a scenario and what the policy must answer.
+type Step struct {
+	At   time.Time `toml:"at"`
+	Note string    `toml:"note"` // what happened, in words, for the timeline table
+
+	// The event.
+	Event      string    `toml:"event"`       // a trigger of the pod lifecycle
+	Status     string    `toml:"status"`      // notReady: the conductor's status (default EXITED)
+	Lookup     string    `toml:"lookup"`      // notReady: FOUND (default), NOT_FOUND or UNREADABLE
+	ReadySince time.Time `toml:"ready_since"` // readySince: the conductor's readySince
+	HTTPStatus int       `toml:"http_status"` // refused: the start's HTTP status
+	// Wake names the wake an outcome belongs to; zero means the wake on record.
+	Wake time.Time `toml:"wake"`
+
+	// What must come out.
+	Action string `toml:"action"` // wake, wait, or "" for outcome events
+	Reply  string `toml:"reply"`  // the reply key, "" when none
+	Text   string `toml:"text"`   // the reply with default wording
+	State  string `toml:"state"`  // the state after the step
+	Stuck  bool   `toml:"stuck"`
+}
+
+// Scenarios parses every embedded scenario, in file-name order.
+func Scenarios() ([]Scenario, error) {
+	names, err := fs.Glob(files, "scenarios/*.toml")
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	out := make([]Scenario, 0, len(names))
+	for _, name := range names {
+		b, err := files.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		var sc Scenario
+		md, err := toml.Decode(string(b), &sc)
+		if err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", name, err)
+		}
+		if und := md.Undecoded(); len(und) > 0 {
+			return nil, fmt.Errorf("scenario %s: unknown key %q", name, und[0].String())
+		}
+		sc.File = path.Base(name)
+		if len(sc.Steps) == 0 {
+			return nil, fmt.Errorf("scenario %s: no steps", name)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
