@@ -479,3 +479,50 @@ func TestDescribeDecision(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribe is the reply a resume gets when the model is not freshly
+// ready: the state's reply, never a wake.
+func TestDescribe(t *testing.T) {
+	tests := []struct {
+		name string
+		rec  Record
+		view View
+		now  time.Time
+		want ReplyKey
+		text string
+	}{
+		{"cache only", rec(Waking, wokeAt(0)), View{Status: "RUNNING", Running: true, Lookup: LookupFound, FromCache: true}, at(5 * min),
+			ReplyUnreadable, "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes."},
+		{"unreadable", rec(Waking, wokeAt(0)), View{Lookup: LookupUnreadable}, at(5 * min),
+			ReplyUnreadable, "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes."},
+		{"running, loading on the wake", rec(Waking, wokeAt(0)), View{Status: "RUNNING", Running: true, Lookup: LookupFound}, at(7 * min),
+			ReplyLoadingWaking, "Still waking — 7 min elapsed; the GPU is up and the model is loading. Ask again shortly."},
+		{"running past the ceiling", rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }), View{Status: "RUNNING", Running: true, Lookup: LookupFound}, at(21 * min),
+			ReplyStuck, "The model server has been up for 21 minutes and still is not answering — it may be stuck. Someone needs to look at the pod."},
+		{"waking in the window", rec(Waking, wokeAt(0)), View{Status: "CREATED", Lookup: LookupFound}, at(4 * min),
+			ReplyStillWaking, "Still waking — 4 min elapsed, usually ready by ~9. Ask again shortly."},
+		{"stopped again after ready", rec(Ready, func(r *Record) { r.WakeRequestedAt, r.Outcome, r.ReadyAt = at(0), OutcomeReady, at(9*min) }), View{Status: "EXITED", Lookup: LookupFound}, at(12 * min),
+			ReplyResumeWaiting, "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU."},
+		{"window over", rec(Waking, wokeAt(0)), View{Status: "EXITED", Lookup: LookupFound}, at(16 * min),
+			ReplyResumeWaiting, "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU."},
+	}
+	pod, err := NewPod(DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.rec
+			key, text, err := pod.Describe(tt.rec, tt.view, tt.now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]string{string(tt.want), tt.text}, []string{string(key), text}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tt.rec); diff != "" {
+				t.Errorf("record changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}

@@ -27,13 +27,16 @@ const (
 	ReplyNeverReady       ReplyKey = "never_ready"
 	ReplyRefused          ReplyKey = "refused"
 	ReplyWakeFailed       ReplyKey = "wake_failed"
+	// ReplyResumeWaiting answers a wakeMode "resume" that finds the pod down
+	// with nothing waking it: resume never wakes, so the client must ask again.
+	ReplyResumeWaiting ReplyKey = "resume_waiting"
 )
 
 // ReplyKeys lists every reply key in a stable order.
 var ReplyKeys = []ReplyKey{
 	ReplyWaking, ReplyStillWaking, ReplyRewake, ReplyLoading, ReplyLoadingWaking,
 	ReplyStuck, ReplyUnreadable, ReplyReadyThenStopped, ReplyNeverReady, ReplyRefused,
-	ReplyWakeFailed,
+	ReplyWakeFailed, ReplyResumeWaiting,
 }
 
 // DefaultReplies returns the default wording of every reply, as text/template
@@ -51,6 +54,7 @@ func DefaultReplies() map[ReplyKey]string {
 		ReplyNeverReady:       "The wake requested at {{.WakeRequestedAt}} did not complete — the GPU never became ready. Waking it again — about {{.ExpectedMinutes}} minutes.",
 		ReplyRefused:          "The last wake request was refused by the conductor (HTTP {{.Status}}). Waking it again — about {{.ExpectedMinutes}} minutes.",
 		ReplyWakeFailed:       "The last wake request never reached the conductor, so nothing is waking. Trying again — about {{.ExpectedMinutes}} minutes.",
+		ReplyResumeWaiting:    "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU.",
 	}
 }
 

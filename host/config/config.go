@@ -1,0 +1,232 @@
+package config
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/machines"
+)
+
+// Config is the host's whole configuration. Its zero value is not useful;
+// start from [DefaultConfig], whose every field holds the default stated in
+// the field's comment. [Load] and [Parse] return it resolved and validated.
+type Config struct {
+	Server    Server     `toml:"server"`
+	Plugins   Plugins    `toml:"plugins"`
+	Conductor Conductor  `toml:"conductor"`
+	Timings   Timings    `toml:"timings"`
+	Providers []Provider `toml:"providers"` // default: one provider, "qwen" (see DefaultProvider); a file's [[providers]] replace it
+	Agent     Agent      `toml:"agent"`
+	Replies   Replies    `toml:"replies"`
+
+	// Path is the absolute path of the file Load read; "" for DefaultConfig
+	// and Parse. It is set by Load, never by the file.
+	Path string `toml:"-"`
+}
+
+// Server is the host's own HTTP server.
+type Server struct {
+	Listen       string `toml:"listen"`         // host:port to listen on; default "127.0.0.1:8080"
+	DataDir      string `toml:"data_dir"`       // where the host keeps its state; default "data", relative to the config file's directory
+	MaxBodyBytes int64  `toml:"max_body_bytes"` // the largest request body accepted; default 1048576 (1 MiB)
+}
+
+// Plugins says where the plugin binaries are.
+type Plugins struct {
+	Dir string `toml:"dir"` // directory of the plugin binaries; default "bin", relative to the config file's directory
+}
+
+// Conductor is the service that knows the GPU pods and wakes them.
+type Conductor struct {
+	Plugin        string   `toml:"plugin"`         // plugin binary (a file name in Plugins.Dir) that talks to it; default "wake-plugin-conductor"
+	URL           string   `toml:"url"`            // its base URL; default "http://127.0.0.1:8081"; required when a provider has a pod
+	StartTimeout  Duration `toml:"start_timeout"`  // cap on one start (wake) request; default 3s (the conductor keeps waking after it)
+	LookupTimeout Duration `toml:"lookup_timeout"` // cap on one pod lookup; default 3s
+}
+
+// Timings are the wake policy's durations; see [machines.Timings].
+type Timings struct {
+	WakeWindow        Duration `toml:"wake_window"`        // an ask within it waits, beyond it wakes again; default 15m
+	LoadingCeiling    Duration `toml:"loading_ceiling"`    // loading this long is called stuck; default 20m
+	WakeWatch         Duration `toml:"wake_watch"`         // a wake not ready by then is recorded never-ready; default 35m
+	WatchPoll         Duration `toml:"watch_poll"`         // how often a watched wake's pod is read; default 60s
+	ExpectedWake      Duration `toml:"expected_wake"`      // how long a wake usually takes, for the replies; default 9m
+	PodIdleStop       Duration `toml:"pod_idle_stop"`      // how long the pod idles before it stops itself, for the replies; default 15m
+	ReadySlack        Duration `toml:"ready_slack"`        // a readySince this much before the wake still counts; default 60s
+	CompletionTimeout Duration `toml:"completion_timeout"` // cap on one completion request to a provider; default 120s
+}
+
+// Provider is one LLM endpoint, reached through a provider plugin.
+type Provider struct {
+	Name      string `toml:"name"`        // what agent.providers calls it: lowercase letters, digits, "_" and "-"; required
+	Plugin    string `toml:"plugin"`      // plugin binary (a file name in Plugins.Dir); default "wake-plugin-provider-openai"
+	Pod       string `toml:"pod"`         // the conductor's name for its pod; the endpoint is resolved through the conductor. Set this or BaseURL
+	BaseURL   string `toml:"base_url"`    // a literal endpoint, for a provider that never sleeps. Set this or Pod
+	Path      string `toml:"path"`        // API path under the endpoint; default "/v1"
+	Model     string `toml:"model"`       // model name sent with each request; default ""
+	APIKeyEnv string `toml:"api_key_env"` // NAME of the environment variable holding the API key (never the key); "" for none
+}
+
+// Agent is how the host talks to the providers.
+type Agent struct {
+	Providers       []string `toml:"providers"`        // provider names, in fallback order; default ["qwen"]
+	SystemPrompt    string   `toml:"system_prompt"`    // default "You are a helpful assistant."
+	HistoryMessages int      `toml:"history_messages"` // earlier messages sent with each turn; 0 sends none; default 20
+}
+
+// Replies are the wake policy's reply texts, as text/template sources
+// rendered with [machines.ReplyData]. Each defaults to the wording in
+// [machines.DefaultReplies]; the toml names are the [machines.ReplyKey]s.
+type Replies struct {
+	Waking           string `toml:"waking"`
+	StillWaking      string `toml:"still_waking"`
+	Rewake           string `toml:"rewake"`
+	Loading          string `toml:"loading"`
+	LoadingWaking    string `toml:"loading_waking"`
+	Stuck            string `toml:"stuck"`
+	Unreadable       string `toml:"unreadable"`
+	ReadyThenStopped string `toml:"ready_then_stopped"`
+	NeverReady       string `toml:"never_ready"`
+	Refused          string `toml:"refused"`
+	WakeFailed       string `toml:"wake_failed"`
+	ResumeWaiting    string `toml:"resume_waiting"`
+}
+
+// Defaults of a [[providers]] table's keys that have one.
+const (
+	DefaultProviderPlugin = "wake-plugin-provider-openai"
+	DefaultProviderPath   = "/v1"
+)
+
+// DefaultProvider is the provider DefaultConfig configures: the
+// self-hosted model on the GPU pod "qwen", resolved through the conductor.
+func DefaultProvider() Provider {
+	return Provider{
+		Name:      "qwen",
+		Plugin:    DefaultProviderPlugin,
+		Pod:       "qwen",
+		Path:      DefaultProviderPath,
+		Model:     "qwen",
+		APIKeyEnv: "QWEN_API_KEY",
+	}
+}
+
+// DefaultConfig returns the configuration used for every key wake.toml does
+// not set. It is valid: the conductor URL defaults to the loopback
+// ("http://127.0.0.1:8081", a port-forwarded or local conductor) so a fresh
+// checkout starts; a deployment sets its conductor's address. The
+// directories are relative until Load or Parse resolves them.
+func DefaultConfig() Config {
+	return Config{
+		Server: Server{
+			Listen:       "127.0.0.1:8080",
+			DataDir:      "data",
+			MaxBodyBytes: 1 << 20,
+		},
+		Plugins: Plugins{Dir: "bin"},
+		Conductor: Conductor{
+			Plugin:        "wake-plugin-conductor",
+			URL:           "http://127.0.0.1:8081",
+			StartTimeout:  Duration{3 * time.Second},
+			LookupTimeout: Duration{3 * time.Second},
+		},
+		Timings: Timings{
+			WakeWindow:        Duration{15 * time.Minute},
+			LoadingCeiling:    Duration{20 * time.Minute},
+			WakeWatch:         Duration{35 * time.Minute},
+			WatchPoll:         Duration{60 * time.Second},
+			ExpectedWake:      Duration{9 * time.Minute},
+			PodIdleStop:       Duration{15 * time.Minute},
+			ReadySlack:        Duration{60 * time.Second},
+			CompletionTimeout: Duration{120 * time.Second},
+		},
+		Providers: []Provider{DefaultProvider()},
+		Agent: Agent{
+			Providers:       []string{"qwen"},
+			SystemPrompt:    "You are a helpful assistant.",
+			HistoryMessages: 20,
+		},
+		Replies: repliesFrom(machines.DefaultReplies()),
+	}
+}
+
+// MachineTimings returns the timings the wake policy decides by.
+func (c Config) MachineTimings() machines.Timings {
+	t := c.Timings
+	return machines.Timings{
+		WakeWindow:     t.WakeWindow.Duration,
+		LoadingCeiling: t.LoadingCeiling.Duration,
+		WakeWatch:      t.WakeWatch.Duration,
+		ExpectedWake:   t.ExpectedWake.Duration,
+		PodIdleStop:    t.PodIdleStop.Duration,
+		ReadySlack:     t.ReadySlack.Duration,
+	}
+}
+
+// ReplyTexts returns the reply templates by key, as machines.ParseReplies
+// takes them.
+func (c Config) ReplyTexts() map[machines.ReplyKey]string {
+	r := c.Replies
+	return map[machines.ReplyKey]string{
+		machines.ReplyWaking:           r.Waking,
+		machines.ReplyStillWaking:      r.StillWaking,
+		machines.ReplyRewake:           r.Rewake,
+		machines.ReplyLoading:          r.Loading,
+		machines.ReplyLoadingWaking:    r.LoadingWaking,
+		machines.ReplyStuck:            r.Stuck,
+		machines.ReplyUnreadable:       r.Unreadable,
+		machines.ReplyReadyThenStopped: r.ReadyThenStopped,
+		machines.ReplyNeverReady:       r.NeverReady,
+		machines.ReplyRefused:          r.Refused,
+		machines.ReplyWakeFailed:       r.WakeFailed,
+		machines.ReplyResumeWaiting:    r.ResumeWaiting,
+	}
+}
+
+func repliesFrom(m map[machines.ReplyKey]string) Replies {
+	return Replies{
+		Waking:           m[machines.ReplyWaking],
+		StillWaking:      m[machines.ReplyStillWaking],
+		Rewake:           m[machines.ReplyRewake],
+		Loading:          m[machines.ReplyLoading],
+		LoadingWaking:    m[machines.ReplyLoadingWaking],
+		Stuck:            m[machines.ReplyStuck],
+		Unreadable:       m[machines.ReplyUnreadable],
+		ReadyThenStopped: m[machines.ReplyReadyThenStopped],
+		NeverReady:       m[machines.ReplyNeverReady],
+		Refused:          m[machines.ReplyRefused],
+		WakeFailed:       m[machines.ReplyWakeFailed],
+		ResumeWaiting:    m[machines.ReplyResumeWaiting],
+	}
+}
+
+// ParsedReplies parses the reply templates. For a Config from Load or Parse
+// it cannot fail: validation already parsed and rendered them. Errors are
+// *Error naming the key, e.g. "replies.still_waking".
+func (c Config) ParsedReplies() (*machines.Replies, error) {
+	r, errs := c.parseReplies()
+	return r, join(errs)
+}
+
+// PluginPath returns the path of the plugin binary name: Plugins.Dir joined
+// with name, absolute (Load resolves Plugins.Dir against the config file's
+// directory; an unresolved relative Plugins.Dir is taken from the working
+// directory).
+func (c Config) PluginPath(name string) string { return filepath.Join(c.abs(c.Plugins.Dir), name) }
+
+// DataDir returns Server.DataDir as an absolute path, resolved like
+// PluginPath's directory.
+func (c Config) DataDir() string { return c.abs(c.Server.DataDir) }
+
+func (c Config) abs(p string) string {
+	switch {
+	case filepath.IsAbs(p):
+		return filepath.Clean(p)
+	case c.Path != "":
+		return filepath.Join(filepath.Dir(c.Path), p)
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}

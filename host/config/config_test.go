@@ -1,0 +1,307 @@
+package config
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/BurntSushi/toml"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wakeonchat/wakeonchat/machines"
+)
+
+// committedFile is the wake.toml at the repository root.
+const committedFile = "../../wake.toml"
+
+func TestDefaultConfigIsValid(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatalf("DefaultConfig().Validate() = %v, want nil", err)
+	}
+}
+
+func TestDefaultConfigReturnsFreshSlices(t *testing.T) {
+	a := DefaultConfig()
+	a.Providers[0].Name = "changed"
+	a.Agent.Providers[0] = "changed"
+	b := DefaultConfig()
+	if b.Providers[0].Name != "qwen" || b.Agent.Providers[0] != "qwen" {
+		t.Fatalf("DefaultConfig shares slices between calls: got %q, %q", b.Providers[0].Name, b.Agent.Providers[0])
+	}
+}
+
+// The committed wake.toml shows the defaults: loading it gives DefaultConfig
+// with only what Load itself sets (Path, and the directories resolved
+// against the file's directory).
+func TestCommittedWakeTOMLEqualsDefaults(t *testing.T) {
+	got, err := Load(committedFile)
+	if err != nil {
+		t.Fatalf("Load(%s): %v", committedFile, err)
+	}
+	path, err := filepath.Abs(committedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.Path = path
+	want.Server.DataDir = filepath.Join(filepath.Dir(path), "data")
+	want.Plugins.Dir = filepath.Join(filepath.Dir(path), "bin")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Load(%s) differs from DefaultConfig (-want +got):\n%s", committedFile, diff)
+	}
+}
+
+// tomlKeys lists every key Config reads, as dotted paths, by its toml tags.
+func tomlKeys(t reflect.Type, prefix string) []string {
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		key := prefix + name
+		keys = append(keys, key)
+		ft := f.Type
+		if ft.Kind() == reflect.Slice {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[Duration]() {
+			keys = append(keys, tomlKeys(ft, key+".")...)
+		}
+	}
+	return keys
+}
+
+func TestCommittedWakeTOMLShowsEveryKey(t *testing.T) {
+	var raw map[string]any
+	md, err := toml.DecodeFile(committedFile, &raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inFile := map[string]bool{}
+	for _, k := range md.Keys() {
+		inFile[k.String()] = true
+	}
+	want := tomlKeys(reflect.TypeFor[Config](), "")
+	if len(want) < 40 {
+		t.Fatalf("found only %d keys in Config: %v", len(want), want)
+	}
+	for _, key := range want {
+		if !inFile[key] {
+			t.Errorf("%s does not set %q", committedFile, key)
+		}
+	}
+}
+
+// Every key in the committed file has a comment line right above it.
+func TestCommittedWakeTOMLCommentsEveryKey(t *testing.T) {
+	f, err := os.Open(committedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	keyLine := regexp.MustCompile(`^[a-z_]+ = `)
+	prev, n, keys := "", 0, 0
+	for s := bufio.NewScanner(f); s.Scan(); {
+		n++
+		line := s.Text()
+		if keyLine.MatchString(line) {
+			keys++
+			if !strings.HasPrefix(prev, "# ") {
+				t.Errorf("%s:%d: %q has no comment above it", committedFile, n, line)
+			}
+		}
+		prev = line
+	}
+	leaves := 0
+	all := tomlKeys(reflect.TypeFor[Config](), "")
+	for _, k := range all {
+		if !slices.ContainsFunc(all, func(o string) bool { return strings.HasPrefix(o, k+".") }) {
+			leaves++
+		}
+	}
+	if keys != leaves {
+		t.Errorf("found %d key lines in %s, want one per key of Config (%d)", keys, committedFile, leaves)
+	}
+}
+
+// Replies has one field per machines.ReplyKey, named by it, and ReplyTexts
+// carries each field under its key.
+func TestRepliesMatchReplyKeys(t *testing.T) {
+	var tags []machines.ReplyKey
+	rt := reflect.TypeFor[Replies]()
+	var r Replies
+	rv := reflect.ValueOf(&r).Elem()
+	for i := range rt.NumField() {
+		tag := machines.ReplyKey(rt.Field(i).Tag.Get("toml"))
+		tags = append(tags, tag)
+		rv.Field(i).SetString("text of " + string(tag))
+	}
+	if diff := cmp.Diff(machines.ReplyKeys, tags); diff != "" {
+		t.Errorf("Replies toml tags (-machines.ReplyKeys +tags):\n%s", diff)
+	}
+	want := map[machines.ReplyKey]string{}
+	for _, k := range machines.ReplyKeys {
+		want[k] = "text of " + string(k)
+	}
+	c := Config{Replies: r}
+	if diff := cmp.Diff(want, c.ReplyTexts()); diff != "" {
+		t.Errorf("ReplyTexts (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(machines.DefaultReplies(), DefaultConfig().ReplyTexts()); diff != "" {
+		t.Errorf("DefaultConfig replies (-machines.DefaultReplies +got):\n%s", diff)
+	}
+}
+
+func TestMachineTimings(t *testing.T) {
+	c := DefaultConfig()
+	if diff := cmp.Diff(machines.DefaultTimings(), c.MachineTimings()); diff != "" {
+		t.Errorf("DefaultConfig().MachineTimings() (-machines.DefaultTimings +got):\n%s", diff)
+	}
+	c.Timings = Timings{
+		WakeWindow: Duration{1}, LoadingCeiling: Duration{2}, WakeWatch: Duration{3}, WatchPoll: Duration{4},
+		ExpectedWake: Duration{5}, PodIdleStop: Duration{6}, ReadySlack: Duration{7}, CompletionTimeout: Duration{8},
+	}
+	want := machines.Timings{WakeWindow: 1, LoadingCeiling: 2, WakeWatch: 3, ExpectedWake: 5, PodIdleStop: 6, ReadySlack: 7}
+	if diff := cmp.Diff(want, c.MachineTimings()); diff != "" {
+		t.Errorf("MachineTimings (-want +got):\n%s", diff)
+	}
+}
+
+func TestParsedReplies(t *testing.T) {
+	r, err := DefaultConfig().ParsedReplies()
+	if err != nil {
+		t.Fatalf("DefaultConfig().ParsedReplies(): %v", err)
+	}
+	got, err := r.Render(machines.ReplyStillWaking, machines.ReplyData{ElapsedMinutes: 3, ExpectedMinutes: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Still waking — 3 min elapsed, usually ready by ~9. Ask again shortly."; got != want {
+		t.Errorf("rendered still_waking = %q, want %q", got, want)
+	}
+
+	c := DefaultConfig()
+	c.Replies.Refused = "HTTP {{.Stat}}"
+	if _, err := c.ParsedReplies(); err == nil || !strings.HasPrefix(err.Error(), "replies.refused: ") {
+		t.Errorf("ParsedReplies with a typo: error %v, want one starting %q", err, "replies.refused: ")
+	}
+}
+
+func TestPaths(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		c          Config
+		wantPlugin string
+		wantData   string
+	}{
+		{
+			name:       "absolute dirs as loaded",
+			c:          Config{Path: "/etc/wake/wake.toml", Plugins: Plugins{Dir: "/opt/wake/bin"}, Server: Server{DataDir: "/var/lib/wake"}},
+			wantPlugin: "/opt/wake/bin/wake-plugin-conductor",
+			wantData:   "/var/lib/wake",
+		},
+		{
+			name:       "relative dirs resolve against the file",
+			c:          Config{Path: "/etc/wake/wake.toml", Plugins: Plugins{Dir: "bin"}, Server: Server{DataDir: "../state"}},
+			wantPlugin: "/etc/wake/bin/wake-plugin-conductor",
+			wantData:   "/etc/state",
+		},
+		{
+			name:       "DefaultConfig resolves against the working directory",
+			c:          DefaultConfig(),
+			wantPlugin: filepath.Join(wd, "bin", "wake-plugin-conductor"),
+			wantData:   filepath.Join(wd, "data"),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.c.PluginPath("wake-plugin-conductor"); got != tt.wantPlugin {
+				t.Errorf("PluginPath = %q, want %q", got, tt.wantPlugin)
+			}
+			if got := tt.c.DataDir(); got != tt.wantData {
+				t.Errorf("DataDir = %q, want %q", got, tt.wantData)
+			}
+		})
+	}
+}
+
+func TestDuration(t *testing.T) {
+	tests := []struct {
+		text    string
+		want    time.Duration
+		wantErr string
+	}{
+		{text: "15m", want: 15 * time.Minute},
+		{text: "1h30m", want: 90 * time.Minute},
+		{text: "90s", want: 90 * time.Second},
+		{text: "-3s", want: -3 * time.Second}, // parses; Validate rejects it where it matters
+		{text: "15", wantErr: `invalid duration "15": want a number with a unit, such as "15m" or "90s"`},
+		{text: "fast", wantErr: `invalid duration "fast": want a number with a unit, such as "15m" or "90s"`},
+		{text: "", wantErr: `invalid duration "": want a number with a unit, such as "15m" or "90s"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			var d Duration
+			err := d.UnmarshalText([]byte(tt.text))
+			if tt.wantErr != "" {
+				if err == nil || err.Error() != tt.wantErr {
+					t.Fatalf("UnmarshalText(%q) error = %v, want %q", tt.text, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("UnmarshalText(%q): %v", tt.text, err)
+			}
+			if d.Duration != tt.want {
+				t.Fatalf("UnmarshalText(%q) = %v, want %v", tt.text, d.Duration, tt.want)
+			}
+			text, err := d.MarshalText()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Duration
+			if err := back.UnmarshalText(text); err != nil || back != d {
+				t.Fatalf("MarshalText = %q, which reads back as %v, %v", text, back, err)
+			}
+		})
+	}
+}
+
+// Every key the schema walk knows is one tomlKeys finds, and the other way:
+// the two reflections agree.
+func TestFieldByTagFindsEveryKey(t *testing.T) {
+	for _, key := range tomlKeys(reflect.TypeFor[Config](), "") {
+		typ := reflect.TypeFor[Config]()
+		for _, name := range strings.Split(key, ".") {
+			f, ok := fieldByTag(typ, name)
+			if !ok {
+				t.Fatalf("fieldByTag does not find %q of %q", name, key)
+			}
+			typ = f.Type
+			if typ.Kind() == reflect.Slice {
+				typ = typ.Elem()
+			}
+		}
+	}
+	if _, ok := fieldByTag(reflect.TypeFor[Config](), "Server"); ok {
+		t.Error(`fieldByTag matched "Server" to "server": keys must match exactly`)
+	}
+	if _, ok := fieldByTag(reflect.TypeFor[Config](), "-"); ok {
+		t.Error(`fieldByTag matched "-"`)
+	}
+	if !slices.Contains(tomlKeys(reflect.TypeFor[Config](), ""), "providers.api_key_env") {
+		t.Error("tomlKeys misses keys under [[providers]]")
+	}
+}

@@ -1,0 +1,148 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Load reads the wake.toml at path, decodes it strictly over DefaultConfig,
+// resolves server.data_dir and plugins.dir against the file's directory and
+// validates the result. On success Path is the file's absolute path. On
+// failure the Config is the zero value and the error either says the file
+// could not be read (naming it) or joins one *Error per problem, each with
+// File set.
+func Load(path string) (Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %q: %w", path, err)
+	}
+	data, err := os.ReadFile(abs)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	c, errs := parse(data, filepath.Dir(abs))
+	if len(errs) > 0 {
+		for _, e := range errs {
+			e.File = abs
+		}
+		return Config{}, join(errs)
+	}
+	c.Path = abs
+	return c, nil
+}
+
+// Parse is Load from bytes: data is the file's content and dir the
+// directory relative paths in it are resolved against ("" for the working
+// directory). Path is left empty. Errors are *Error values, joined.
+func Parse(data []byte, dir string) (Config, error) {
+	c, errs := parse(data, dir)
+	if len(errs) > 0 {
+		return Config{}, join(errs)
+	}
+	return c, nil
+}
+
+func parse(data []byte, dir string) (Config, []*Error) {
+	src := string(data)
+
+	// Syntax, and an untyped view of the document for the strict checks.
+	var raw map[string]any
+	md, err := toml.Decode(src, &raw)
+	if err != nil {
+		return Config{}, []*Error{syntaxError(src, err)}
+	}
+
+	// Unknown keys, wrong types and malformed durations, all of them, in
+	// the file's order. The decoder is not asked to decode a file with any
+	// of these: it would stop at the first one it met in map order, and it
+	// matches keys case-insensitively.
+	if errs := checkShape(raw, md); len(errs) > 0 {
+		addLines(src, md, errs)
+		return Config{}, errs
+	}
+
+	// Decode over the defaults. Tables merge key by key, but the file's
+	// [[providers]] replace the default provider outright; each of them then
+	// gets the defaults of the keys it leaves out.
+	c := DefaultConfig()
+	fileProviders, hasProviders := raw["providers"]
+	if hasProviders {
+		c.Providers = nil
+	}
+	md, err = toml.Decode(src, &c)
+	if err != nil { // not expected once checkShape passed
+		return Config{}, []*Error{{Err: err}}
+	}
+	if undecoded := md.Undecoded(); len(undecoded) > 0 { // likewise
+		errs := make([]*Error, len(undecoded))
+		for i, k := range undecoded {
+			errs[i] = &Error{Key: k.String(), Err: ErrUnknownKey, at: k}
+		}
+		addLines(src, md, errs)
+		return Config{}, errs
+	}
+	if hasProviders {
+		elems, _ := asSlice(fileProviders)
+		for i, e := range elems {
+			m, _ := e.(map[string]any)
+			if _, set := m["plugin"]; !set && i < len(c.Providers) {
+				c.Providers[i].Plugin = DefaultProviderPlugin
+			}
+			if _, set := m["path"]; !set && i < len(c.Providers) {
+				c.Providers[i].Path = DefaultProviderPath
+			}
+		}
+	}
+
+	// Relative directories are relative to the file.
+	if dir, err = filepath.Abs(dir); err != nil {
+		return Config{}, []*Error{{Err: fmt.Errorf("config directory: %w", err)}}
+	}
+	c.Server.DataDir = resolve(dir, c.Server.DataDir)
+	c.Plugins.Dir = resolve(dir, c.Plugins.Dir)
+
+	if errs := c.validate(); len(errs) > 0 {
+		addLines(src, md, errs)
+		return Config{}, errs
+	}
+	return c, nil
+}
+
+// syntaxError turns the decoder's error about malformed TOML into an *Error
+// with its line and column.
+func syntaxError(src string, err error) *Error {
+	var pe toml.ParseError
+	if errors.As(err, &pe) {
+		line, col := position(src, pe.Position)
+		return &Error{Line: line, Col: col, Err: errors.New("invalid TOML: " + pe.Message)}
+	}
+	return &Error{Err: err}
+}
+
+// position returns the 1-based line and byte column of p. It counts them
+// from p.Start, the byte offset, itself: the decoder's Line is the lexer's
+// line when the item ended (the last line of a multi-line string), and its
+// Col is one past the end of the previous line for an item that starts a
+// line. ParseError.Line is not used at all: it is deprecated and, for some
+// errors, holds a length.
+func position(src string, p toml.Position) (line, col int) {
+	if p.Start < 0 || p.Start > len(src) {
+		return p.Line, p.Col
+	}
+	before := src[:p.Start]
+	return 1 + strings.Count(before, "\n"), p.Start - strings.LastIndexByte(before, '\n')
+}
+
+// resolve makes a relative, non-empty p relative to dir. An empty p is left
+// for Validate to report.
+func resolve(dir, p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(dir, p)
+}

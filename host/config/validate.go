@@ -1,0 +1,248 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/wakeonchat/wakeonchat/machines"
+)
+
+var (
+	providerNamePattern = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	podNamePattern      = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	envNamePattern      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	hostNamePattern     = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$`)
+)
+
+// Validate reports every problem with c, each an *Error naming its key,
+// joined with errors.Join; nil when c is valid. It checks values on their
+// own (durations positive, addresses and names well formed) and against
+// each other (agent.providers names known providers, wake_watch is at least
+// wake_window, ...), and parses and renders every reply template.
+func (c Config) Validate() error { return join(c.validate()) }
+
+func (c Config) validate() []*Error {
+	var errs []*Error
+	add := func(e *Error) { errs = append(errs, e) }
+
+	// [server]
+	if err := checkListen(c.Server.Listen); err != nil {
+		add(&Error{Key: "server.listen", Err: err})
+	}
+	if c.Server.DataDir == "" {
+		add(problem("server.data_dir", "must not be empty"))
+	}
+	if c.Server.MaxBodyBytes <= 0 {
+		add(problem("server.max_body_bytes", "must be positive"))
+	}
+
+	// [plugins]
+	if c.Plugins.Dir == "" {
+		add(problem("plugins.dir", "must not be empty"))
+	}
+
+	// [conductor]
+	if err := checkPluginName(c.Conductor.Plugin); err != nil {
+		add(&Error{Key: "conductor.plugin", Err: err})
+	}
+	needConductor := false
+	for _, p := range c.Providers {
+		needConductor = needConductor || p.Pod != ""
+	}
+	switch {
+	case c.Conductor.URL == "" && needConductor:
+		add(problem("conductor.url", "must be set when a provider has a pod"))
+	case c.Conductor.URL != "":
+		if err := checkHTTPURL(c.Conductor.URL); err != nil {
+			add(&Error{Key: "conductor.url", Err: err})
+		}
+	}
+	positive := func(key string, d Duration) {
+		if d.Duration <= 0 {
+			add(problem(key, "must be positive"))
+		}
+	}
+	positive("conductor.start_timeout", c.Conductor.StartTimeout)
+	positive("conductor.lookup_timeout", c.Conductor.LookupTimeout)
+
+	// [timings]
+	t := c.Timings
+	positive("timings.wake_window", t.WakeWindow)
+	positive("timings.loading_ceiling", t.LoadingCeiling)
+	positive("timings.wake_watch", t.WakeWatch)
+	positive("timings.watch_poll", t.WatchPoll)
+	positive("timings.expected_wake", t.ExpectedWake)
+	positive("timings.pod_idle_stop", t.PodIdleStop)
+	positive("timings.ready_slack", t.ReadySlack)
+	positive("timings.completion_timeout", t.CompletionTimeout)
+	if t.WakeWindow.Duration > 0 && t.WakeWatch.Duration > 0 && t.WakeWatch.Duration < t.WakeWindow.Duration {
+		add(problem("timings.wake_watch", "must be at least timings.wake_window (%v)", t.WakeWindow.Duration))
+	}
+	if t.WakeWindow.Duration > 0 && t.ReadySlack.Duration > 0 && t.ReadySlack.Duration >= t.WakeWindow.Duration {
+		add(problem("timings.ready_slack", "must be less than timings.wake_window (%v)", t.WakeWindow.Duration))
+	}
+	if t.WakeWatch.Duration > 0 && t.WatchPoll.Duration > t.WakeWatch.Duration {
+		add(problem("timings.watch_poll", "must not be longer than timings.wake_watch (%v)", t.WakeWatch.Duration))
+	}
+
+	// [[providers]]
+	if len(c.Providers) == 0 {
+		add(problem("providers", "at least one [[providers]] table is required"))
+	}
+	firstNamed := map[string]int{}
+	for i, p := range c.Providers {
+		key := func(k string) string { return fmt.Sprintf("providers[%d].%s", i, k) }
+		switch {
+		case p.Name == "":
+			add(problem(key("name"), "must not be empty"))
+		default:
+			if !providerNamePattern.MatchString(p.Name) {
+				add(problem(key("name"), "%q: must be lowercase letters, digits, \"_\" and \"-\"", p.Name))
+			}
+			if j, dup := firstNamed[p.Name]; dup {
+				add(problem(key("name"), "%q is already the name of providers[%d]", p.Name, j))
+			} else {
+				firstNamed[p.Name] = i
+			}
+		}
+		if err := checkPluginName(p.Plugin); err != nil {
+			add(&Error{Key: key("plugin"), Err: err})
+		}
+		switch {
+		case (p.Pod == "") == (p.BaseURL == ""):
+			add(problem(key("pod"), "set exactly one of pod or base_url"))
+		case p.Pod != "":
+			if len(p.Pod) > 63 || !podNamePattern.MatchString(p.Pod) {
+				add(problem(key("pod"), "%q: must be lowercase letters, digits and dashes, starting and ending with a letter or digit, at most 63", p.Pod))
+			}
+		default:
+			if err := checkHTTPURL(p.BaseURL); err != nil {
+				add(&Error{Key: key("base_url"), Err: err})
+			}
+		}
+		if p.Path != "" && (!strings.HasPrefix(p.Path, "/") || strings.ContainsAny(p.Path, "?#")) {
+			// Not quoted: a query might carry a key.
+			add(problem(key("path"), "must start with \"/\" and have no query or fragment"))
+		}
+		if p.APIKeyEnv != "" && !envNamePattern.MatchString(p.APIKeyEnv) {
+			// Not quoted: a key pasted here instead of its variable's name
+			// must not reach a log.
+			add(problem(key("api_key_env"), "must be the name of an environment variable (letters, digits and \"_\", not starting with a digit), not the key itself"))
+		}
+	}
+
+	// [agent]
+	if len(c.Agent.Providers) == 0 {
+		add(problem("agent.providers", "must name at least one provider"))
+	}
+	seen := map[string]int{}
+	for i, name := range c.Agent.Providers {
+		key := fmt.Sprintf("agent.providers[%d]", i)
+		if j, dup := seen[name]; dup {
+			add(problem(key, "%q is already agent.providers[%d]", name, j))
+			continue
+		}
+		seen[name] = i
+		if _, ok := firstNamed[name]; !ok {
+			add(problem(key, "%q is not the name of a provider", name))
+		}
+	}
+	if c.Agent.HistoryMessages < 0 {
+		add(problem("agent.history_messages", "must not be negative (0 sends no history)"))
+	}
+
+	// [replies]
+	_, replyErrs := c.parseReplies()
+	errs = append(errs, replyErrs...)
+	return errs
+}
+
+// parseReplies parses the reply templates, turning each *machines.ReplyError
+// into an *Error about its key in [replies].
+func (c Config) parseReplies() (*machines.Replies, []*Error) {
+	r, err := machines.ParseReplies(c.ReplyTexts())
+	if err == nil {
+		return r, nil
+	}
+	var errs []*Error
+	for _, e := range unjoin(err) {
+		var re *machines.ReplyError
+		if errors.As(e, &re) {
+			errs = append(errs, &Error{Key: "replies." + string(re.Key), Err: re.Err})
+		} else {
+			errs = append(errs, &Error{Key: "replies", Err: e})
+		}
+	}
+	return nil, errs
+}
+
+// unjoin returns the errors joined in err, or err alone.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// checkListen accepts host:port with a numeric port; the host may be empty
+// (every interface), an IP address or a host name.
+func checkListen(s string) error {
+	bad := fmt.Errorf("%q: must be host:port, such as \"127.0.0.1:8080\" or \":8080\"", s)
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return bad
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return bad
+	}
+	if host == "" {
+		return nil
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	if !hostNamePattern.MatchString(host) {
+		return bad
+	}
+	return nil
+}
+
+// checkHTTPURL accepts an absolute http or https URL with a host and no
+// credentials, query or fragment. The URL is never quoted in the error: it
+// might hold a secret.
+func checkHTTPURL(s string) error {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return errors.New("must be an absolute http or https URL (it does not parse)")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("must be an absolute http or https URL")
+	case u.Host == "" || u.Hostname() == "":
+		return errors.New("must be an absolute http or https URL with a host")
+	case u.User != nil:
+		return errors.New("must not contain credentials (the file holds no secrets; use the environment)")
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(s, "#"):
+		return errors.New("must not have a query or fragment")
+	}
+	return nil
+}
+
+// checkPluginName accepts a bare file name: no directory, no "..".
+func checkPluginName(s string) error {
+	switch {
+	case s == "":
+		return errors.New("must not be empty")
+	case s == "." || s == ".." || strings.ContainsAny(s, `/\`) || strings.ContainsRune(s, 0):
+		return fmt.Errorf("%q: must be a file name in plugins.dir, not a path", s)
+	}
+	return nil
+}
