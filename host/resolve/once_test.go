@@ -1,0 +1,64 @@
+package resolve
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+var runningPod = pluginapi.Pod{Name: "qwen", Status: "RUNNING", IsRunning: true, ProxyURL: "http://proxy.test/pod-1", PodID: "pod-1", Lookup: pluginapi.LookupFound}
+
+// TestCompleteOnce: a resume's completion is attempted exactly once, never
+// re-resolved or retried, and a failure that may mean a stale endpoint drops
+// the held resolution.
+func TestCompleteOnce(t *testing.T) {
+	tests := []struct {
+		name          string
+		answer        answer
+		wantErr       bool
+		wantNeverSent bool
+		wantGets      int // GetPod calls: the priming one, plus one more if the resolution was dropped
+	}{
+		{"success", answer{content: "hi"}, false, false, 1},
+		{"502 is never sent, drops the resolution", answer{err: &pluginapi.CompletionError{Status: 502}}, true, true, 2},
+		{"404 is never sent", answer{err: &pluginapi.CompletionError{Status: 404}}, true, true, 2},
+		{"reset is never sent", answer{err: &pluginapi.CompletionError{TransportFailure: true}}, true, true, 2},
+		{"abort is ambiguous and not retried", answer{err: &pluginapi.CompletionError{Aborted: true}}, true, false, 2},
+		{"200 bad body is ambiguous", answer{err: &pluginapi.CompletionError{Status: 200}}, true, false, 1},
+		{"500", answer{err: &pluginapi.CompletionError{Status: 500}}, true, false, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gpu := &fakeGPU{getPod: func(context.Context, string) (pluginapi.Pod, error) { return runningPod, nil }}
+			prov := &fakeProvider{complete: answerScript(tt.answer)}
+			m := &Model{Name: "qwen", Provider: prov, Resolver: NewResolver(gpu, "qwen", "/v1"), ModelName: "qwen"}
+			got, err := m.CompleteOnce(context.Background(), []pluginapi.Message{{Role: "user", Content: "hi"}})
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
+			}
+			if err == nil && got != "hi" {
+				t.Errorf("reply = %q", got)
+			}
+			var pe *ProviderError
+			if err != nil && !errors.As(err, &pe) {
+				t.Errorf("err = %T, want *ProviderError", err)
+			}
+			if NeverSent(err) != tt.wantNeverSent {
+				t.Errorf("NeverSent = %v, want %v", NeverSent(err), tt.wantNeverSent)
+			}
+			if diff := cmp.Diff([]string{"http://proxy.test/pod-1/v1"}, prov.endpoints); diff != "" {
+				t.Errorf("completions (-want +got):\n%s", diff)
+			}
+			// A second turn shows whether the resolution was dropped.
+			prov.complete = answerScript(answer{content: "again"})
+			m.CompleteOnce(context.Background(), nil)
+			if got := gpu.getCalls(); got != tt.wantGets {
+				t.Errorf("GetPod calls = %d, want %d", got, tt.wantGets)
+			}
+		})
+	}
+}

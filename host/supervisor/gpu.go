@@ -1,0 +1,118 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// GPU is a supervised GPU plugin. It implements pluginapi.GPU and is safe
+// for concurrent use.
+type GPU struct {
+	p *process
+}
+
+var _ pluginapi.GPU = (*GPU)(nil)
+
+// NewGPU returns a GPU plugin that is launched by Start or by the first
+// call.
+func NewGPU(spec Spec) *GPU {
+	return &GPU{p: newProcess(spec, pluginapi.KindGPU)}
+}
+
+// Start launches the plugin and completes the handshake now, unless it is
+// already running. A missing binary is an error naming the path; a binary
+// that does not answer the handshake is an error saying so. The launch is
+// bounded by ctx's deadline, else by 10 s.
+func (g *GPU) Start(ctx context.Context) error { return g.p.start(ctx) }
+
+// Ready reports whether the plugin is running and handshaken.
+func (g *GPU) Ready() bool { return g.p.ready() }
+
+// Close kills the plugin. Later calls fail with ErrClosed.
+func (g *GPU) Close() error { return g.p.close() }
+
+// GetPod calls the plugin's GetPod. A lookup failure is the plugin's
+// *pluginapi.LookupError, unchanged except that secrets are scrubbed from
+// its message. When the plugin crashed, it is relaunched and GetPod is
+// retried once; a second crash, a failed launch, or a closed GPU is an
+// error. The caller's cancellation is an error wrapping ctx's.
+func (g *GPU) GetPod(ctx context.Context, name string) (pluginapi.Pod, error) {
+	for attempt := 1; ; attempt++ {
+		impl, gen, err := g.p.get(ctx)
+		if err != nil {
+			return pluginapi.Pod{}, err
+		}
+		pod, err := impl.(pluginapi.GPU).GetPod(ctx, name)
+		if err == nil {
+			return pod, nil
+		}
+		if !g.p.isCrash(ctx, gen, err) {
+			return pluginapi.Pod{}, g.scrubError(err)
+		}
+		g.p.crashed(gen, err)
+		if attempt == 2 {
+			return pluginapi.Pod{}, &scrubbedError{
+				msg: g.p.scrub(fmt.Sprintf("gpu plugin %s crashed twice during GetPod: %v", g.p.spec.Name, err)),
+				err: err,
+			}
+		}
+	}
+}
+
+func (g *GPU) scrubError(err error) error {
+	var le *pluginapi.LookupError
+	if errors.As(err, &le) {
+		return &pluginapi.LookupError{Status: le.Status, Message: g.p.scrub(le.Message)}
+	}
+	return &scrubbedError{msg: g.p.scrub(err.Error()), err: err}
+}
+
+// StartPod calls the plugin's StartPod once (never retried: a wake must
+// not be sent twice). Its outcome is always a StartResult:
+// Error "plugin unavailable" when the plugin crashed during the call or
+// could not be launched, "plugin closed" after Close, "plugin error" when
+// the plugin broke its contract by failing the call. The only error is the
+// caller's own cancellation or deadline, when the plugin's answer (and so
+// whether the request went out) is unknown.
+func (g *GPU) StartPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
+	return g.lifecycle(ctx, "start", name, pluginapi.GPU.StartPod)
+}
+
+// StopPod calls the plugin's StopPod once, with StartPod's rules.
+func (g *GPU) StopPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
+	return g.lifecycle(ctx, "stop", name, pluginapi.GPU.StopPod)
+}
+
+func (g *GPU) lifecycle(ctx context.Context, op, name string,
+	call func(pluginapi.GPU, context.Context, string) (pluginapi.StartResult, error),
+) (pluginapi.StartResult, error) {
+	impl, gen, err := g.p.get(ctx)
+	switch {
+	case errors.Is(err, ErrClosed):
+		return pluginapi.StartResult{Error: "plugin closed"}, nil
+	case err != nil && ctx.Err() != nil:
+		return pluginapi.StartResult{}, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, ctx.Err())
+	case err != nil:
+		g.p.log.Error("gpu plugin unavailable", "op", op, "pod", name, "error", g.p.scrub(err.Error()))
+		return pluginapi.StartResult{Error: "plugin unavailable"}, nil
+	}
+	r, err := call(impl.(pluginapi.GPU), ctx, name)
+	switch {
+	case err == nil:
+		r.Error = g.p.scrub(r.Error)
+		return r, nil
+	case ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		// The caller's ctx ended (the adapter says so a hair before ctx.Err
+		// may): whether the request went out is unknown.
+		return pluginapi.StartResult{}, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, err)
+	case g.p.isCrash(ctx, gen, err):
+		g.p.crashed(gen, err)
+		return pluginapi.StartResult{Error: "plugin unavailable"}, nil
+	default:
+		g.p.log.Error("gpu plugin failed a call it must not fail", "op", op, "pod", name, "error", g.p.scrub(err.Error()))
+		return pluginapi.StartResult{Error: "plugin error"}, nil
+	}
+}

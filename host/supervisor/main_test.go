@@ -1,0 +1,134 @@
+package supervisor_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Plugin binaries built once by TestMain.
+var (
+	conductorBin string
+	openaiBin    string
+	testBin      string
+	garbageBin   string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "supervisor-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "the supervisor tests build plugin binaries and need go on PATH:", err)
+		return 1
+	}
+	// One build for all four: the go command builds them in parallel.
+	cmd := exec.Command(gobin, "build", "-o", dir+string(filepath.Separator),
+		"github.com/wakeonchat/wakeonchat/plugins/conductor/cmd/wake-plugin-conductor",
+		"github.com/wakeonchat/wakeonchat/plugins/provider-openai/cmd/wake-plugin-provider-openai",
+		"./testdata/testplugin",
+		"./testdata/garbage",
+	)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build plugins:", err)
+		return 1
+	}
+	conductorBin = filepath.Join(dir, "wake-plugin-conductor")
+	openaiBin = filepath.Join(dir, "wake-plugin-provider-openai")
+	testBin = filepath.Join(dir, "testplugin")
+	garbageBin = filepath.Join(dir, "garbage")
+	return m.Run()
+}
+
+// record is one captured log record.
+type record struct {
+	Level   slog.Level
+	Message string
+	Attrs   map[string]any
+}
+
+// recorder is a slog.Handler that keeps every record; handlers derived
+// with WithAttrs share its store.
+type recorder struct {
+	store *logStore
+	attrs []slog.Attr
+}
+
+type logStore struct {
+	mu      sync.Mutex
+	records []record
+}
+
+func newRecorder() *recorder { return &recorder{store: &logStore{}} }
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	attrs := map[string]any{}
+	for _, a := range r.attrs {
+		attrs[a.Key] = a.Value.Any()
+	}
+	rec.Attrs(func(a slog.Attr) bool {
+		attrs[a.Key] = a.Value.Any()
+		return true
+	})
+	r.store.mu.Lock()
+	defer r.store.mu.Unlock()
+	r.store.records = append(r.store.records, record{Level: rec.Level, Message: rec.Message, Attrs: attrs})
+	return nil
+}
+
+func (r *recorder) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &recorder{store: r.store, attrs: append(slices.Clip(r.attrs), attrs...)}
+}
+
+func (r *recorder) WithGroup(string) slog.Handler { return r }
+
+// all returns the records so far.
+func (r *recorder) all() []record {
+	r.store.mu.Lock()
+	defer r.store.mu.Unlock()
+	return append([]record(nil), r.store.records...)
+}
+
+// find returns the records whose message is msg.
+func (r *recorder) find(msg string) []record {
+	var out []record
+	for _, rec := range r.all() {
+		if rec.Message == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// await returns the records whose message is msg once there is at least
+// one. A plugin's log line travels through its stderr pipe and may arrive
+// just after the call that logged it returned.
+func (r *recorder) await(t *testing.T, msg string) []record {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if recs := r.find(msg); len(recs) > 0 || time.Now().After(deadline) {
+			return recs
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -1,0 +1,71 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// Provider is a supervised Provider plugin. It implements
+// pluginapi.Provider and is safe for concurrent use.
+type Provider struct {
+	p *process
+}
+
+var _ pluginapi.Provider = (*Provider)(nil)
+
+// NewProvider returns a Provider plugin that is launched by Start or by the
+// first call.
+func NewProvider(spec Spec) *Provider {
+	return &Provider{p: newProcess(spec, pluginapi.KindProvider)}
+}
+
+// Start launches the plugin and completes the handshake now, like
+// GPU.Start.
+func (pr *Provider) Start(ctx context.Context) error { return pr.p.start(ctx) }
+
+// Ready reports whether the plugin is running and handshaken.
+func (pr *Provider) Ready() bool { return pr.p.ready() }
+
+// Close kills the plugin. Later calls fail.
+func (pr *Provider) Close() error { return pr.p.close() }
+
+// Complete calls the plugin once; it is never retried, not even after a
+// crash (the payload may be what crashed the model). Every failure is a
+// *pluginapi.CompletionError: the plugin's own classification (secrets
+// scrubbed from its message); Aborted for the caller's cancellation or
+// deadline; and, with Status 0 and neither flag (an unknown outcome),
+// "provider plugin crashed" when the plugin died during the call,
+// "provider plugin unavailable" when it could not be launched, "provider
+// plugin closed" after Close, "provider plugin failed" when the plugin
+// broke its contract.
+func (pr *Provider) Complete(ctx context.Context, endpoint string, req pluginapi.CompletionRequest) (string, error) {
+	impl, gen, err := pr.p.get(ctx)
+	switch {
+	case errors.Is(err, ErrClosed):
+		return "", &pluginapi.CompletionError{Message: "provider plugin closed"}
+	case err != nil && ctx.Err() != nil:
+		return "", &pluginapi.CompletionError{Aborted: true, Message: ctx.Err().Error()}
+	case err != nil:
+		pr.p.log.Error("provider plugin unavailable", "error", pr.p.scrub(err.Error()))
+		return "", &pluginapi.CompletionError{Message: "provider plugin unavailable"}
+	}
+	content, err := impl.(pluginapi.Provider).Complete(ctx, endpoint, req)
+	if err == nil {
+		return content, nil
+	}
+	var ce *pluginapi.CompletionError
+	switch {
+	case errors.As(err, &ce):
+		out := *ce
+		out.Message = pr.p.scrub(ce.Message)
+		return "", &out
+	case pr.p.isCrash(ctx, gen, err):
+		pr.p.crashed(gen, err)
+		return "", &pluginapi.CompletionError{Message: "provider plugin crashed"}
+	default:
+		pr.p.log.Error("provider plugin failed", "error", pr.p.scrub(err.Error()))
+		return "", &pluginapi.CompletionError{Message: "provider plugin failed"}
+	}
+}

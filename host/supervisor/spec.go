@@ -1,0 +1,89 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+)
+
+// Spec says how to launch one plugin.
+type Spec struct {
+	// Name names the plugin in logs and errors, such as "conductor".
+	Name string
+	// Path is the plugin executable.
+	Path string
+	// Env is the plugin's whole environment, as KEY=VALUE entries. Nothing
+	// else is inherited from the host (go-plugin adds its handshake
+	// variables). See the pluginapi Env* constants for the contract.
+	Env []string
+	// Secrets are values to scrub from everything the plugin sends back as
+	// text: its log lines (message and string attributes) and the messages
+	// of the errors the supervisor returns. Each occurrence becomes
+	// "[redacted]". Empty values are ignored.
+	Secrets []string
+	// Logger receives the plugin's log lines, each at its own level, and
+	// the supervisor's own lines about the plugin. Nil discards them.
+	Logger *slog.Logger
+}
+
+// ErrClosed is returned by calls made after Close.
+var ErrClosed = errors.New("plugin closed")
+
+const redacted = "[redacted]"
+
+func (s Spec) validate() error {
+	if s.Path == "" {
+		return fmt.Errorf("plugin %s: no path", s.Name)
+	}
+	for i, kv := range s.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			// Never print the entry: it may be a secret.
+			return fmt.Errorf("plugin %s: env entry %d is not KEY=VALUE", s.Name, i)
+		}
+	}
+	return nil
+}
+
+func (s Spec) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return s.Logger
+}
+
+// scrubber returns a function that replaces every secret with
+// "[redacted]", longest first.
+func scrubber(secrets []string) func(string) string {
+	var pairs []string
+	seen := map[string]bool{}
+	var uniq []string
+	for _, s := range secrets {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			uniq = append(uniq, s)
+		}
+	}
+	if len(uniq) == 0 {
+		return func(s string) string { return s }
+	}
+	// Longest first, so a secret that contains another is scrubbed whole.
+	slices.SortStableFunc(uniq, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range uniq {
+		pairs = append(pairs, s, redacted)
+	}
+	r := strings.NewReplacer(pairs...)
+	return r.Replace
+}
+
+// scrubbedError is an error whose text was scrubbed; it still unwraps to
+// the original for errors.Is and errors.As.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }

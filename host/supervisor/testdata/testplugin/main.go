@@ -1,0 +1,106 @@
+// Command testplugin is a GPU and Provider plugin for the supervisor's
+// tests. Its behaviour is chosen by the pod name or the model:
+//
+//	GetPod "env"        Status: the sorted names of its environment variables
+//	GetPod "pid"        PodID: its process id
+//	GetPod "crash"      exits mid-call
+//	GetPod "crash-once" exits mid-call unless $TESTPLUGIN_DIR/crashed exists (it creates it)
+//	GetPod "hang"       never answers
+//	GetPod "log"        logs $TESTPLUGIN_SECRET at warn, in the message and in attributes
+//	GetPod "fail"       a LookupError that carries $TESTPLUGIN_SECRET
+//	GetPod other        a running pod
+//	StartPod/StopPod "crash" exits mid-call; "broken" returns an error; else accepted (202)
+//	Complete model "crash" exits mid-call; else "echo: " + the last message
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+type gpu struct{ log hclog.Logger }
+
+func (g gpu) GetPod(ctx context.Context, name string) (pluginapi.Pod, error) {
+	switch name {
+	case "env":
+		var keys []string
+		for _, kv := range os.Environ() {
+			k, _, _ := strings.Cut(kv, "=")
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		return pluginapi.Pod{Name: name, Status: strings.Join(keys, ",")}, nil
+	case "pid":
+		return pluginapi.Pod{Name: name, PodID: strconv.Itoa(os.Getpid())}, nil
+	case "crash":
+		os.Exit(3)
+	case "crash-once":
+		marker := filepath.Join(os.Getenv("TESTPLUGIN_DIR"), "crashed")
+		if _, err := os.Stat(marker); err != nil {
+			_ = os.WriteFile(marker, nil, 0o600)
+			os.Exit(3)
+		}
+		return pluginapi.Pod{Name: name, Status: "RUNNING", IsRunning: true, Lookup: pluginapi.LookupFound}, nil
+	case "hang":
+		// Never answer, not even after ctx ends: the host must give up on
+		// its own deadline.
+		<-ctx.Done()
+		select {}
+	case "log":
+		secret := os.Getenv("TESTPLUGIN_SECRET")
+		g.log.Warn("the secret is "+secret, "secret", secret, "nested", map[string]any{"list": []string{"x", secret}}, "count", 3)
+		return pluginapi.Pod{Name: name}, nil
+	case "fail":
+		return pluginapi.Pod{}, &pluginapi.LookupError{Status: 500, Message: "failed with " + os.Getenv("TESTPLUGIN_SECRET")}
+	}
+	return pluginapi.Pod{Name: name, Status: "RUNNING", IsRunning: true, Lookup: pluginapi.LookupFound}, nil
+}
+
+func (g gpu) StartPod(_ context.Context, name string) (pluginapi.StartResult, error) {
+	switch name {
+	case "crash":
+		os.Exit(3)
+	case "broken":
+		return pluginapi.StartResult{}, errors.New("broken on purpose")
+	}
+	return pluginapi.StartResult{Requested: true, Status: 202}, nil
+}
+
+func (g gpu) StopPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
+	return g.StartPod(ctx, name)
+}
+
+type provider struct{}
+
+func (provider) Complete(_ context.Context, _ string, req pluginapi.CompletionRequest) (string, error) {
+	if req.Model == "crash" {
+		os.Exit(3)
+	}
+	if len(req.Messages) == 0 {
+		return "", &pluginapi.CompletionError{Status: 400, Message: "HTTP 400: no messages"}
+	}
+	return "echo: " + req.Messages[len(req.Messages)-1].Content, nil
+}
+
+func main() {
+	logger := pluginapi.NewLogger()
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: pluginapi.Handshake,
+		Plugins: map[string]plugin.Plugin{
+			pluginapi.KindGPU:      &pluginapi.GPUPlugin{Impl: gpu{log: logger}},
+			pluginapi.KindProvider: &pluginapi.ProviderPlugin{Impl: provider{}},
+		},
+		GRPCServer: plugin.DefaultGRPCServer,
+		Logger:     logger,
+	})
+}

@@ -1,0 +1,255 @@
+package conductor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// Defaults for the zero Config fields.
+const (
+	DefaultLookupTimeout = 3 * time.Second
+	DefaultStartTimeout  = 3 * time.Second
+)
+
+// TokenHeader carries Config.Token on start requests, and only there.
+const TokenHeader = "X-Rig-Operator-Token"
+
+// maxBody bounds how much of a conductor answer is read.
+const maxBody = 1 << 20
+
+// Config configures a Client. Its zero value is not usable: URL is
+// required; every other field has a default.
+type Config struct {
+	// URL is the conductor's base URL, such as http://conductor:8080
+	// (http or https; a path prefix is kept). Required.
+	URL string
+	// LookupTimeout caps one GetPod. Zero means DefaultLookupTimeout (3s).
+	LookupTimeout time.Duration
+	// StartTimeout caps one StartPod or StopPod. Zero means
+	// DefaultStartTimeout (3s).
+	StartTimeout time.Duration
+	// Token is the wake-only operator token (RIG_WAKE_TOKEN). When set it
+	// is sent as X-Rig-Operator-Token on start requests and nowhere else.
+	// Empty means no header.
+	Token Token
+	// HTTPClient makes the requests. Nil means a client of the Client's own
+	// that ignores proxy settings and follows no redirects (a redirect is
+	// answered as its own status).
+	HTTPClient *http.Client
+	// Logger gets one line per start and stop outcome. Nil means none.
+	Logger hclog.Logger
+}
+
+// Client is a pluginapi.GPU backed by the conductor's HTTP API. It is safe
+// for concurrent use.
+type Client struct {
+	base          string
+	lookupTimeout time.Duration
+	startTimeout  time.Duration
+	token         Token
+	http          *http.Client
+	log           hclog.Logger
+}
+
+var _ pluginapi.GPU = (*Client)(nil)
+
+// New validates cfg and returns a Client.
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// The URL is configuration, not a secret, but it may carry
+		// credentials: say what is wrong without echoing it.
+		return nil, errors.New("conductor url must be an absolute http or https url")
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, errors.New("conductor url must not have a query or fragment")
+	}
+	if cfg.LookupTimeout < 0 || cfg.StartTimeout < 0 {
+		return nil, errors.New("conductor timeouts must not be negative")
+	}
+	c := &Client{
+		base:          strings.TrimRight(u.String(), "/"),
+		lookupTimeout: cfg.LookupTimeout,
+		startTimeout:  cfg.StartTimeout,
+		token:         cfg.Token,
+		http:          cfg.HTTPClient,
+		log:           cfg.Logger,
+	}
+	if c.lookupTimeout == 0 {
+		c.lookupTimeout = DefaultLookupTimeout
+	}
+	if c.startTimeout == 0 {
+		c.startTimeout = DefaultStartTimeout
+	}
+	if c.http == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.Proxy = nil
+		c.http = &http.Client{
+			Transport:     t,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	if c.log == nil {
+		c.log = hclog.NewNullLogger()
+	}
+	return c, nil
+}
+
+func (c *Client) podURL(name, action string) string {
+	u := c.base + "/api/pods/" + url.PathEscape(name)
+	if action != "" {
+		u += "/" + action
+	}
+	return u
+}
+
+// effectiveTimeout is limit, or the time left before parent's deadline
+// when that is sooner.
+func effectiveTimeout(parent context.Context, limit time.Duration) time.Duration {
+	if d, ok := parent.Deadline(); ok {
+		if left := time.Until(d); left < limit {
+			return max(left, 0)
+		}
+	}
+	return limit
+}
+
+// podJSON is the conductor's GET /api/pods/{name} answer. Unknown fields
+// are ignored: the conductor adds fields over time.
+type podJSON struct {
+	Name       string  `json:"name"`
+	Status     string  `json:"status"`
+	IsRunning  bool    `json:"isRunning"`
+	ProxyURL   string  `json:"proxyUrl"`
+	PodID      string  `json:"podId"`
+	ReadySince string  `json:"readySince"`
+	Lookup     *string `json:"lookup"`
+}
+
+// GetPod asks the conductor about one pod, within LookupTimeout.
+//
+// A 200 answer is the pod; an absent or empty lookup means FOUND, and
+// readySince is passed through as given. A 404 whose JSON body says lookup
+// NOT_FOUND is a Pod with Lookup NOT_FOUND (the conductor's definite "no
+// such pod"), not an error. Everything else is a *pluginapi.LookupError
+// that says what happened without the URL: "conductor answered status
+// 500", "conductor answered malformed JSON: ...", "conductor timed out
+// after 3s", "conductor unreachable: ECONNREFUSED", "invalid pod name".
+func (c *Client) GetPod(ctx context.Context, name string) (pluginapi.Pod, error) {
+	if !ValidName(name) {
+		return pluginapi.Pod{}, &pluginapi.LookupError{Message: "invalid pod name"}
+	}
+	timeout := effectiveTimeout(ctx, c.lookupTimeout)
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.podURL(name, ""), nil)
+	if err != nil {
+		return pluginapi.Pod{}, &pluginapi.LookupError{Message: "conductor request: " + pluginapi.ErrorClass(err)}
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return pluginapi.Pod{}, &pluginapi.LookupError{Message: lookupFailure(parent, ctx, timeout, "conductor unreachable: ", err)}
+	}
+	defer func() { _ = resp.Body.Close() }()
+
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
+	if err != nil {
+		return pluginapi.Pod{}, &pluginapi.LookupError{
+			Status:  resp.StatusCode,
+			Message: lookupFailure(parent, ctx, timeout, "conductor answer unreadable: ", err),
+		}
+	}
+	if len(body) > maxBody {
+		return pluginapi.Pod{}, &pluginapi.LookupError{Status: resp.StatusCode, Message: "conductor answered more than 1 MiB"}
+	}
+
+	switch resp.StatusCode {
+	case http.StatusOK:
+		pod, err := decodePod(name, body)
+		if err != nil {
+			return pluginapi.Pod{}, &pluginapi.LookupError{Status: resp.StatusCode, Message: err.Error()}
+		}
+		return pod, nil
+	case http.StatusNotFound:
+		if pod, err := decodePod(name, body); err == nil && pod.Lookup == pluginapi.LookupNotFound {
+			return pod, nil
+		}
+	}
+	return pluginapi.Pod{}, &pluginapi.LookupError{
+		Status:  resp.StatusCode,
+		Message: fmt.Sprintf("conductor answered status %d", resp.StatusCode),
+	}
+}
+
+// lookupFailure describes a GetPod that got no usable answer: the
+// caller's cancellation, the time cap, or a transport error class.
+func lookupFailure(parent, ctx context.Context, timeout time.Duration, prefix string, err error) string {
+	switch {
+	case parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded):
+		return "conductor lookup canceled"
+	case ctx.Err() != nil:
+		return "conductor timed out after " + timeout.Round(time.Millisecond).String()
+	}
+	return prefix + pluginapi.ErrorClass(err)
+}
+
+func decodePod(name string, body []byte) (pluginapi.Pod, error) {
+	trimmed := strings.TrimLeft(string(body), " \t\r\n")
+	if !strings.HasPrefix(trimmed, "{") {
+		return pluginapi.Pod{}, errors.New("conductor answered malformed JSON: not an object")
+	}
+	var p podJSON
+	if err := json.Unmarshal(body, &p); err != nil {
+		return pluginapi.Pod{}, fmt.Errorf("conductor answered malformed JSON: %s", jsonProblem(err))
+	}
+	lookup := pluginapi.LookupFound
+	if p.Lookup != nil && *p.Lookup != "" {
+		switch l := pluginapi.Lookup(*p.Lookup); l {
+		case pluginapi.LookupFound, pluginapi.LookupNotFound, pluginapi.LookupUnreadable:
+			lookup = l
+		default:
+			return pluginapi.Pod{}, fmt.Errorf("conductor answered an unknown lookup %.32q", *p.Lookup)
+		}
+	}
+	if p.Name == "" {
+		p.Name = name
+	}
+	return pluginapi.Pod{
+		Name:       p.Name,
+		Status:     p.Status,
+		IsRunning:  p.IsRunning,
+		ProxyURL:   p.ProxyURL,
+		PodID:      p.PodID,
+		ReadySince: p.ReadySince,
+		Lookup:     lookup,
+	}, nil
+}
+
+// jsonProblem says what is wrong with a body without quoting it.
+func jsonProblem(err error) string {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Sprintf("syntax error at offset %d", syntax.Offset)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("field %s is a JSON %s", typ.Field, typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "truncated"
+	}
+	return "invalid"
+}

@@ -1,0 +1,124 @@
+package conductor
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// StartPod asks the conductor to start (wake) a pod: POST
+// {url}/api/pods/{name}/start with Accept and Content-Type
+// application/json, body {}, the token header when configured, within
+// StartTimeout. It never returns an error (design D2, #684):
+//
+//   - 200 or 202: Requested true with the status.
+//   - any other HTTP status: Requested false with the status (a definite
+//     refusal; 401/403 usually means RIG_WAKE_TOKEN is missing or wrong).
+//   - the time cap, the caller's deadline or cancellation after the request
+//     was sent: Requested true, Status 0, TimedOut true, TimeoutMs. The
+//     conductor's start blocks until the pod runs, so this is the normal
+//     outcome of a real wake: it is in flight.
+//   - no HTTP answer otherwise: Requested false with a short class in Error
+//     (pluginapi.ErrorClass): "ECONNREFUSED", "EHOSTUNREACH", "DNS",
+//     "ETIMEDOUT" (the cap fired before the request was written, as in a
+//     connect timeout), "canceled" (the caller gave up before sending), or,
+//     after sending, "ECONNRESET" / "EOF" (the outcome is unknown).
+//   - an invalid name: Requested false, Error "invalid pod name", nothing
+//     sent.
+func (c *Client) StartPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
+	return c.post(ctx, name, "start", true), nil
+}
+
+// StopPod asks the conductor to stop a pod: POST {url}/api/pods/{name}/stop,
+// with StartPod's rules and without the token.
+func (c *Client) StopPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
+	return c.post(ctx, name, "stop", false), nil
+}
+
+func (c *Client) post(ctx context.Context, name, action string, withToken bool) pluginapi.StartResult {
+	r := c.send(ctx, name, action, withToken)
+	c.logOutcome(action, name, r)
+	return r
+}
+
+func (c *Client) send(ctx context.Context, name, action string, withToken bool) pluginapi.StartResult {
+	if !ValidName(name) {
+		return pluginapi.StartResult{Error: "invalid pod name"}
+	}
+	began := time.Now()
+	timeout := effectiveTimeout(ctx, c.startTimeout)
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var sent atomic.Bool
+	trace := &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				sent.Store(true)
+			}
+		},
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace),
+		http.MethodPost, c.podURL(name, action), strings.NewReader("{}"))
+	if err != nil {
+		return pluginapi.StartResult{Error: pluginapi.ErrorClass(err)}
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Content-Type", "application/json")
+	if withToken && c.token != "" {
+		req.Header.Set(TokenHeader, string(c.token))
+	}
+
+	resp, err := c.http.Do(req)
+	if err == nil {
+		// The status is the answer; the body is not read.
+		_ = resp.Body.Close()
+		ok := resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusAccepted
+		return pluginapi.StartResult{Requested: ok, Status: resp.StatusCode}
+	}
+
+	canceled := parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded)
+	switch {
+	case sent.Load() && ctx.Err() != nil:
+		waited := timeout
+		if canceled {
+			waited = time.Since(began)
+		}
+		return pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: waited.Milliseconds()}
+	case canceled:
+		return pluginapi.StartResult{Error: "canceled"}
+	case ctx.Err() != nil:
+		return pluginapi.StartResult{Error: "ETIMEDOUT"}
+	}
+	return pluginapi.StartResult{Error: pluginapi.ErrorClass(err)}
+}
+
+// logOutcome writes the one line per start or stop outcome. Refusals and
+// failures are warnings: the host logs the alertable line (#684).
+func (c *Client) logOutcome(action, name string, r pluginapi.StartResult) {
+	switch {
+	case r.TimedOut:
+		c.log.Info(action+" requested: in flight (client timed out; the conductor continues)",
+			"pod", name, "timeout_ms", r.TimeoutMs)
+	case r.Requested:
+		c.log.Info(action+" accepted", "pod", name, "status", r.Status)
+	case action == "start" && (r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden):
+		// An enforced operator-token gate must not silently break wake.
+		hint := "start refused: the conductor wants " + pluginapi.EnvWakeToken + ", which is not set"
+		if c.token != "" {
+			hint = "start refused: the conductor rejected " + pluginapi.EnvWakeToken
+		}
+		c.log.Warn(hint, "pod", name, "status", r.Status)
+	case r.Status != 0:
+		c.log.Warn(action+" refused", "pod", name, "status", r.Status)
+	default:
+		c.log.Warn(action+" failed", "pod", name, "error", r.Error)
+	}
+}

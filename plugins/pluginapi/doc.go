@@ -1,0 +1,31 @@
+// Package pluginapi is the contract between wakehost and its plugins: the
+// plain Go types and interfaces (GPU, Provider), the go-plugin handshake and
+// plugin map, the gRPC adapters between those interfaces and the wire
+// (proto/wakeplugin.proto), the environment variables through which the
+// host configures a plugin, and ServeGPU / ServeProvider for a plugin's
+// main.
+//
+// Host and plugins both import this package, so it must stay small and
+// stable: it must not import any other package of this module (only its
+// own generated proto package), must hold no provider-specific code, and
+// must not perform I/O beyond serving a plugin. Names and signatures here
+// are a product API that third-party plugins code against: add, never
+// change.
+//
+// # The wire rule
+//
+// A failure that is data (a pod lookup the conductor could not answer, a
+// classified completion failure) travels inside the gRPC response and is
+// rebuilt on the host side as the same Go value: a *LookupError or a
+// *CompletionError. A gRPC status error means the plugin itself failed.
+//
+// # Writing a plugin
+//
+// See plugins/README.md. In short:
+//
+//	func main() {
+//		logger := pluginapi.NewLogger()
+//		client := mygpu.New(...) // reads its configuration from the environment
+//		pluginapi.ServeGPU(client, logger)
+//	}
+package pluginapi

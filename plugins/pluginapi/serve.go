@@ -1,0 +1,47 @@
+package pluginapi
+
+import (
+	"os"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+)
+
+// NewLogger returns the logger a plugin should use: hclog JSON lines on the
+// process's standard error, at Debug level. go-plugin forwards each line to
+// the host's logger at the line's own level. Call it before ServeGPU or
+// ServeProvider: Serve redirects os.Stderr, and a logger made afterwards
+// would write into that redirect instead.
+//
+// A plugin must never print to standard output: it carries the handshake.
+func NewLogger() hclog.Logger {
+	return hclog.New(&hclog.LoggerOptions{
+		Level:      hclog.Debug,
+		Output:     os.Stderr,
+		JSONFormat: true,
+	})
+}
+
+// ServeGPU serves impl as a GPU plugin and returns when the host kills the
+// plugin. logger is the plugin's logger (see NewLogger); nil means
+// NewLogger(). It must be the last thing main does.
+func ServeGPU(impl GPU, logger hclog.Logger) {
+	serve(KindGPU, &GPUPlugin{Impl: impl}, logger)
+}
+
+// ServeProvider serves impl as a Provider plugin, like ServeGPU.
+func ServeProvider(impl Provider, logger hclog.Logger) {
+	serve(KindProvider, &ProviderPlugin{Impl: impl}, logger)
+}
+
+func serve(kind string, p plugin.Plugin, logger hclog.Logger) {
+	if logger == nil {
+		logger = NewLogger()
+	}
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: Handshake,
+		Plugins:         map[string]plugin.Plugin{kind: p},
+		GRPCServer:      plugin.DefaultGRPCServer,
+		Logger:          logger,
+	})
+}

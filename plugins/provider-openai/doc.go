@@ -1,0 +1,16 @@
+// Package openai is the model-API plugin for OpenAI-compatible chat
+// completion servers (vLLM behind the RunPod proxy, in practice): a Client
+// that implements pluginapi.Provider with exactly one
+// POST {endpoint}/chat/completions per call.
+//
+// It classifies every failure as a *pluginapi.CompletionError the way the
+// host's three-state wake logic needs it (design D6, D7, D10): the HTTP
+// status when the model answered, TransportFailure only when there was no
+// response at all, Aborted when the time cap or the caller cut the request,
+// and Status 200 for a 200 whose body died or did not parse.
+//
+// It must not import any package of this module other than pluginapi, must
+// not read the environment (main does), must never retry or re-send a
+// payload, and must never put the API key, a URL, HTML or more than a
+// short excerpt of a response body into an error or a log line.
+package openai
