@@ -20,8 +20,27 @@ test:
 generate:
 	$(GO) generate ./...
 
+# A whole wake compressed to about 20 seconds: the host, its real plugins and
+# the built-in simulator of a conductor and a model, on loopback.
+DEMO_LISTEN ?= 127.0.0.1:8080
+demo: build
+	@echo "wake-on-chat demo on http://$(DEMO_LISTEN) (a 9-minute wake takes about 20 s; Ctrl-C stops it)."
+	@echo "In another terminal, ask, then ask again every few seconds:"
+	@echo "  curl -s -H 'Content-Type: application/json' -d '{\"message\":\"hello\",\"sessionId\":\"demo\"}' http://$(DEMO_LISTEN)/api/chat"
+	@echo "  curl -s http://$(DEMO_LISTEN)/api/pods/qwen"
+	@echo "  curl -s -H 'Content-Type: application/json' -d '{\"message\":\"hello\",\"sessionId\":\"fg\",\"wakeMode\":\"wait\"}' http://$(DEMO_LISTEN)/api/chat"
+	@echo
+	./$(BIN)/wakehost -simulate -config wake.toml -listen $(DEMO_LISTEN)
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./machines/ ./engine/
+
+# Each fuzz target for FUZZTIME; their seed corpora also run in make test.
+FUZZTIME ?= 60s
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./host/chat/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./host/config/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodePod$$' -fuzztime $(FUZZTIME) ./plugins/conductor/
 
 clean:
 	rm -rf $(BIN)

@@ -31,7 +31,7 @@ func DescribeWakeResult(pod string, r *WakeResult) (slog.Level, string) {
 	case r.Requested:
 		return slog.LevelInfo, fmt.Sprintf("wake requested for pod %s: accepted status=%d", pod, r.Status)
 	case r.Status == 401 || r.Status == 403:
-		return slog.LevelError, fmt.Sprintf("wake refused for pod %s: status=%d (the conductor's start wants the operator token: set RIG_WAKE_TOKEN in the host's environment)", pod, r.Status)
+		return slog.LevelError, fmt.Sprintf("wake refused for pod %s: status=%d (the conductor's start wants a valid operator token: check RIG_WAKE_TOKEN in the host's environment)", pod, r.Status)
 	case r.Status != 0:
 		return slog.LevelError, fmt.Sprintf("wake refused for pod %s: status=%d", pod, r.Status)
 	case r.Error != "":

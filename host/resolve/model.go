@@ -42,6 +42,21 @@ type Model struct {
 // never re-sent, D10) and a failure of a literal base URL, is a
 // *ProviderError straight away.
 func (m *Model) Complete(ctx context.Context, msgs []pluginapi.Message) (string, error) {
+	return m.complete(ctx, msgs, true)
+}
+
+// CompleteNoResend is Complete for a turn that must never send its prompt
+// twice (a wakeMode "wait" turn, #715): after an aborted first attempt it
+// still re-resolves once, so an asleep pod is a *NotReadyError (D6), but it
+// never retries: the aborted attempt may have been processed (D10), and the
+// failure is a *ProviderError. Failures that prove nothing reached a model
+// (404, a gateway status, no response) are re-resolved and retried as in
+// Complete.
+func (m *Model) CompleteNoResend(ctx context.Context, msgs []pluginapi.Message) (string, error) {
+	return m.complete(ctx, msgs, false)
+}
+
+func (m *Model) complete(ctx context.Context, msgs []pluginapi.Message, resendAborted bool) (string, error) {
 	if m.ConfigErr != nil {
 		return "", m.ConfigErr
 	}
@@ -80,6 +95,8 @@ func (m *Model) Complete(ctx context.Context, msgs []pluginapi.Message) (string,
 	case errors.As(rerr, &notReady):
 		return "", m.named(notReady)
 	case rerr != nil, fresh.FromCache:
+		return "", first
+	case first.Aborted && !resendAborted:
 		return "", first
 	}
 

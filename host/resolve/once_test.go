@@ -62,3 +62,45 @@ func TestCompleteOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestCompleteNoResend: an aborted attempt is never sent again, but an
+// asleep pod behind it is still found; a failure that proves nothing was
+// sent is retried as in Complete.
+func TestCompleteNoResend(t *testing.T) {
+	exited := pluginapi.Pod{Name: "qwen", Status: "EXITED", PodID: "pod-1", Lookup: pluginapi.LookupFound}
+	tests := []struct {
+		name        string
+		answers     []answer
+		secondPod   pluginapi.Pod
+		wantCalls   int
+		wantReply   string
+		wantAsleep  bool
+		wantAborted bool
+	}{
+		{"aborted, still running: no retry", []answer{{err: &pluginapi.CompletionError{Aborted: true}}}, runningPod, 1, "", false, true},
+		{"aborted, pod stopped: not ready", []answer{{err: &pluginapi.CompletionError{Aborted: true}}}, exited, 1, "", true, false},
+		{"502 then success: retried", []answer{{err: &pluginapi.CompletionError{Status: 502}}, {content: "hi"}}, runningPod, 2, "hi", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gpu := &fakeGPU{getPod: podScript(podAnswer{pod: runningPod}, podAnswer{pod: tt.secondPod})}
+			prov := &fakeProvider{complete: answerScript(tt.answers...)}
+			m := &Model{Name: "qwen", Provider: prov, Resolver: NewResolver(gpu, "qwen", "/v1")}
+			got, err := m.CompleteNoResend(context.Background(), nil)
+			if len(prov.endpoints) != tt.wantCalls {
+				t.Errorf("completions = %d, want %d", len(prov.endpoints), tt.wantCalls)
+			}
+			if got != tt.wantReply {
+				t.Errorf("reply = %q, want %q", got, tt.wantReply)
+			}
+			var nr *NotReadyError
+			if errors.As(err, &nr) != tt.wantAsleep {
+				t.Errorf("err = %v, want not-ready %v", err, tt.wantAsleep)
+			}
+			var pe *ProviderError
+			if (errors.As(err, &pe) && pe.Aborted) != tt.wantAborted {
+				t.Errorf("err = %v, want aborted provider error %v", err, tt.wantAborted)
+			}
+		})
+	}
+}

@@ -1,0 +1,266 @@
+// Package app wires wake-on-chat together: config, store, plugins,
+// resolvers, the agent, the wake coordinator and the HTTP server. It is the
+// one place that knows every other package; main only parses flags and
+// handles signals.
+//
+// Lifecycle: New (load config, open the store, launch and handshake the
+// plugins, resume the watches of wakes that were in flight), Serve, then
+// Shutdown (stop accepting, let in-flight turns finish within the grace,
+// stop the watches, stop the plugins, close the store).
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/agent"
+	"github.com/wakeonchat/wakeonchat/host/chat"
+	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/config"
+	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/sim"
+	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/host/supervisor"
+	"github.com/wakeonchat/wakeonchat/host/wake"
+	"github.com/wakeonchat/wakeonchat/machines"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// Options are what main (or a test) decides beyond wake.toml.
+type Options struct {
+	ConfigPath string
+	Listen     string // overrides [server] listen when set
+	// Simulate starts the built-in simulator and points the host at it: a
+	// conductor and a model on loopback, a fresh temporary data dir, and a
+	// clock running Scale times faster than the wall clock.
+	Simulate bool
+	Scale    float64
+	Logger   *slog.Logger
+	Getenv   func(string) string // nil = os.Getenv
+	// Clock overrides the clock (tests). With Simulate it is shared with
+	// the simulator.
+	Clock clock.Clock
+	// PluginDir overrides [plugins] dir (tests).
+	PluginDir string
+}
+
+// App is a running host.
+type App struct {
+	cfg     config.Config
+	log     *slog.Logger
+	clock   clock.Clock
+	store   *store.Store
+	gpu     *supervisor.GPU
+	provs   []*supervisor.Provider
+	coord   *wake.Coordinator
+	server  *chat.Server
+	http    *http.Server
+	ln      net.Listener
+	sim     *sim.Sim
+	tempDir string
+}
+
+// New builds the host and starts everything but the HTTP server. On error
+// everything started so far is stopped again.
+func New(ctx context.Context, o Options) (a *App, err error) {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	cfg, err := config.Load(o.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	if o.Listen != "" {
+		cfg.Server.Listen = o.Listen
+	}
+	if o.PluginDir != "" {
+		cfg.Plugins.Dir = o.PluginDir
+	}
+	built := &App{cfg: cfg, log: o.Logger, clock: o.Clock}
+	a = built
+	defer func() {
+		if err != nil {
+			// Whatever was started is stopped again: plugin processes, the
+			// store, the simulator and its temporary data dir.
+			built.close(context.Background())
+			a = nil
+		}
+	}()
+	dataDir := cfg.DataDir()
+	if o.Simulate {
+		if err := a.startSimulator(o); err != nil {
+			return nil, err
+		}
+		dataDir = a.tempDir
+	}
+	if a.clock == nil {
+		a.clock = clock.Real()
+	}
+
+	a.store, err = store.Open(filepath.Join(dataDir, "wake.db"))
+	if err != nil {
+		return nil, err
+	}
+	if err := a.startPlugins(ctx, o.Getenv, o.Simulate); err != nil {
+		return nil, err
+	}
+	models, pods, err := a.models(o.Getenv, o.Simulate)
+	if err != nil {
+		return nil, err
+	}
+	replies, err := cfg.ParsedReplies()
+	if err != nil {
+		return nil, err
+	}
+	pod, err := machines.NewPod(machines.Policy{Timings: cfg.MachineTimings(), Replies: replies})
+	if err != nil {
+		return nil, err
+	}
+	a.coord = wake.New(wake.Config{
+		Pod: pod, Records: a.store, Clock: a.clock, Logger: a.log,
+		WatchPoll: cfg.Timings.WatchPoll.Duration, WakeWatch: cfg.Timings.WakeWatch.Duration,
+		ReadySlack: cfg.Timings.ReadySlack.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
+	})
+	if err := a.coord.Resume(func(p string) wake.Capabilities {
+		if _, ok := pods[p]; !ok {
+			return nil
+		}
+		return resolve.NewNotReadyError(p, resolve.Resolution{}, false, a.gpu)
+	}); err != nil {
+		return nil, fmt.Errorf("resuming wake watches: %w", err)
+	}
+
+	var chain, others []agent.Provider
+	for _, name := range cfg.Agent.Providers {
+		chain = append(chain, agent.Provider{Name: name, Model: models[name]})
+	}
+	for _, p := range cfg.Providers {
+		if !slices.Contains(cfg.Agent.Providers, p.Name) {
+			others = append(others, agent.Provider{Name: p.Name, Model: models[p.Name]})
+		}
+	}
+	views := make(map[string]chat.PodView, len(pods))
+	for name, r := range pods {
+		views[name] = r
+	}
+	a.server = chat.New(chat.Config{
+		Agent: agent.New(agent.Config{
+			Chain: chain, Others: others, History: a.store,
+			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages,
+		}),
+		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Clock: a.clock, Logger: a.log,
+		MaxBody: cfg.Server.MaxBodyBytes, Slack: cfg.Timings.ReadySlack.Duration,
+		Once: func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
+			if rm, ok := m.(*resolve.Model); ok {
+				return rm.CompleteOnce(ctx, msgs)
+			}
+			return m.Complete(ctx, msgs)
+		},
+		NoResend: func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
+			if rm, ok := m.(*resolve.Model); ok {
+				return rm.CompleteNoResend(ctx, msgs)
+			}
+			return m.Complete(ctx, msgs)
+		},
+		Ready: a.ready,
+	})
+	a.ln, err = net.Listen("tcp", cfg.Server.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("server.listen: %w", err)
+	}
+	grace := cfg.Timings.CompletionTimeout.Duration + 30*time.Second
+	a.http = &http.Server{
+		Handler:           a.server.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      grace, // a completion may take completion_timeout
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	return a, nil
+}
+
+// Addr is the address the HTTP server listens on.
+func (a *App) Addr() string { return a.ln.Addr().String() }
+
+// Simulator is the built-in simulator, or nil.
+func (a *App) Simulator() *sim.Sim { return a.sim }
+
+// Serve serves HTTP until Shutdown.
+func (a *App) Serve() error {
+	a.log.Info("wakehost serving", "addr", a.Addr(), "simulate", a.sim != nil)
+	if err := a.http.Serve(a.ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops accepting, lets in-flight turns finish until ctx ends, then
+// stops the watches, the plugins, the store and the simulator.
+func (a *App) Shutdown(ctx context.Context) error {
+	var errs []error
+	if a.http != nil {
+		if err := a.http.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("http: %w", err))
+		}
+	}
+	if err := a.close(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (a *App) close(ctx context.Context) error {
+	var errs []error
+	if a.coord != nil {
+		if err := a.coord.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("watches: %w", err))
+		}
+	}
+	if a.ln != nil && a.http == nil {
+		a.ln.Close()
+	}
+	for _, p := range a.provs {
+		p.Close()
+	}
+	if a.gpu != nil {
+		a.gpu.Close()
+	}
+	if a.store != nil {
+		if err := a.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("store: %w", err))
+		}
+	}
+	if a.sim != nil {
+		a.sim.Close()
+	}
+	if a.tempDir != "" {
+		os.RemoveAll(a.tempDir)
+	}
+	return errors.Join(errs...)
+}
+
+// ready is /readyz: config loaded (it is, or New failed), store open, both
+// plugin kinds handshaken.
+func (a *App) ready() error {
+	if !a.gpu.Ready() {
+		return errors.New("conductor plugin not running")
+	}
+	for _, p := range a.provs {
+		if !p.Ready() {
+			return errors.New("provider plugin not running")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+package app_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/clock"
+)
+
+// TestReadyThenIdleStop follows a wake past readiness into the pod's idle
+// stop (D6, D12): the next turn goes to the held, pre-stop proxy URL first,
+// gets its 404, re-resolves once, finds the pod EXITED and answers that the
+// last wake was ready and then stopped, waking it again.
+func TestReadyThenIdleStop(t *testing.T) {
+	clk := clock.NewFake(t0)
+	h := startHost(t, hostOptions{simulate: true, clock: clk})
+	s := h.sim(t)
+	const session = "idle"
+
+	if got := h.ask(t, session, "hello"); got != replyWaking {
+		t.Fatalf("first ask: reply %q, want %q", got, replyWaking)
+	}
+	h.log.waitLine(t, lineInFlight, 1)
+	stepTo(t, clk, t0.Add(9*time.Minute), time.Minute)
+	h.log.waitLine(t, lineReady, 1)
+	if got, want := h.ask(t, session, "ready?"), "echo: ready?"; got != want {
+		t.Fatalf("ask once ready: reply %q, want %q", got, want)
+	}
+
+	// Fifteen idle minutes after that answer the pod stops itself.
+	clk.Advance(16 * time.Minute)
+	if view := s.Snapshot("qwen"); view.Status != "EXITED" {
+		t.Fatalf("simulator 16 idle minutes on: status %s, want EXITED", view.Status)
+	}
+	want := "The GPU woke and was ready at 12:35 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes."
+	if got := h.ask(t, session, "still there?"); got != want {
+		t.Errorf("ask after the idle stop: reply %q, want %q", got, want)
+	}
+	// The stale endpoint was tried first: the provider plugin saw the
+	// proxy's 404 for the stopped pod.
+	stale := false
+	for _, l := range h.log.matching(t, "completion failed") {
+		if l.Attrs["status"] == float64(http.StatusNotFound) {
+			stale = true
+		}
+	}
+	if !stale {
+		t.Errorf("no completion answered 404 after the idle stop: the held proxy URL was not tried (D6); the log:\n%s", h.log.String())
+	}
+	h.log.waitLine(t, "wake requested for pod qwen", 2)
+	if n := s.StartRequests("qwen"); n != 2 {
+		t.Errorf("start requests: %d, want 2", n)
+	}
+	p, raw := h.pod(t)
+	if p.State != "waking" || p.Outcome != nil || p.Ready ||
+		p.WakeRequestedAt == nil || !p.WakeRequestedAt.Equal(t0.Add(25*time.Minute)) {
+		t.Errorf("GET /api/pods/qwen after the second wake: %s\nwant state waking, no outcome, not ready, wakeRequestedAt %s",
+			raw, t0.Add(25*time.Minute).Format(time.RFC3339))
+	}
+}
+
+// TestNeverReady wakes a pod whose model never answers (a stuck vLLM): the
+// replies go from loading to stuck at the 20-minute ceiling with an error
+// line (D9), the watch records never-ready at 35 minutes with an error line
+// (D12), and once the pod is down the next ask says the wake did not
+// complete and wakes again.
+func TestNeverReady(t *testing.T) {
+	clk := clock.NewFake(t0)
+	h := startHost(t, hostOptions{simulate: true, clock: clk})
+	s := h.sim(t)
+	s.NeverReady("qwen", true)
+	const session = "stuck"
+
+	if got := h.ask(t, session, "hello"); got != replyWaking {
+		t.Fatalf("first ask: reply %q, want %q", got, replyWaking)
+	}
+	h.log.waitLine(t, lineInFlight, 1)
+
+	stepTo(t, clk, t0.Add(10*time.Minute), time.Minute)
+	if got, want := h.ask(t, session, "now?"), replyLoadingWaking(10); got != want {
+		t.Errorf("ask at +10m: reply %q, want %q", got, want)
+	}
+	stepTo(t, clk, t0.Add(20*time.Minute), time.Minute)
+	want := "The model server has been up for 20 minutes and still is not answering — it may be stuck. Someone needs to look at the pod."
+	if got := h.ask(t, session, "now?"); got != want {
+		t.Errorf("ask at +20m: reply %q, want %q", got, want)
+	}
+	if l := h.log.waitLine(t, "provider not ready for pod qwen (status RUNNING, model loading) → wait — STUCK", 1); l.Level != "ERROR" {
+		t.Errorf("stuck line at %s, want ERROR", l.Level)
+	}
+
+	never := stepUntilLine(t, clk, h.log, "wake never-ready for pod qwen", time.Minute)
+	if want := "wake never-ready for pod qwen: not ready 35 min after the request at 12:26 UTC"; never.Msg != want || never.Level != "ERROR" {
+		t.Errorf("never-ready line: %s %q, want ERROR %q", never.Level, never.Msg, want)
+	}
+	p, raw := h.pod(t)
+	if p.State != "never-ready" || p.Outcome == nil || *p.Outcome != "never-ready" || p.Ready {
+		t.Errorf("GET /api/pods/qwen after the watch: %s\nwant state and outcome never-ready, not ready", raw)
+	}
+
+	// Someone stops the stuck pod; the next ask names the failed wake and
+	// wakes again, whatever the wake window says.
+	stop, err := http.Post(s.URL()+"/api/pods/qwen/stop", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop.Body.Close()
+	want = "The wake requested at 12:26 UTC did not complete — the GPU never became ready. Waking it again — about 9 minutes."
+	if got := h.ask(t, session, "again?"); got != want {
+		t.Errorf("ask after never-ready: reply %q, want %q", got, want)
+	}
+	h.log.waitLine(t, "wake requested for pod qwen", 2)
+	if n := s.StartRequests("qwen"); n != 2 {
+		t.Errorf("start requests: %d, want 2", n)
+	}
+}

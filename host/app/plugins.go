@@ -1,0 +1,127 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/sim"
+	"github.com/wakeonchat/wakeonchat/host/supervisor"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// simulatedKey stands in for a provider's API key under -simulate: the
+// simulator's model takes any key, and a demo needs none.
+const simulatedKey = "simulated"
+
+// startPlugins launches the conductor plugin and one provider plugin per
+// configured provider, each with an explicit environment: the conductor gets
+// RIG_WAKE_TOKEN, a provider only its own key variable.
+func (a *App) startPlugins(ctx context.Context, getenv func(string) string, simulate bool) error {
+	c := a.cfg
+	gpuEnv := []string{
+		pluginapi.EnvConductorURL + "=" + c.Conductor.URL,
+		pluginapi.EnvLookupTimeout + "=" + c.Conductor.LookupTimeout.String(),
+		pluginapi.EnvStartTimeout + "=" + c.Conductor.StartTimeout.String(),
+	}
+	var secrets []string
+	if tok := getenv(pluginapi.EnvWakeToken); tok != "" {
+		gpuEnv = append(gpuEnv, pluginapi.EnvWakeToken+"="+tok)
+		secrets = append(secrets, tok)
+	}
+	a.gpu = supervisor.NewGPU(supervisor.Spec{
+		Name: c.Conductor.Plugin, Path: c.PluginPath(c.Conductor.Plugin), Env: gpuEnv, Secrets: secrets,
+		Logger: a.log,
+	})
+	if err := a.gpu.Start(ctx); err != nil {
+		return fmt.Errorf("conductor.plugin: %w", err)
+	}
+	for i, p := range c.Providers {
+		env := []string{pluginapi.EnvCompletionTimeout + "=" + c.Timings.CompletionTimeout.String()}
+		var secrets []string
+		if p.APIKeyEnv != "" {
+			key := getenv(p.APIKeyEnv)
+			if key == "" && simulate {
+				key = simulatedKey
+			}
+			env = append(env, pluginapi.EnvAPIKeyEnv+"="+p.APIKeyEnv, p.APIKeyEnv+"="+key)
+			if key != "" && key != simulatedKey {
+				secrets = append(secrets, key)
+			}
+		}
+		sp := supervisor.NewProvider(supervisor.Spec{
+			Name: p.Plugin, Path: c.PluginPath(p.Plugin), Env: env, Secrets: secrets,
+			Logger: a.log.With("provider", p.Name),
+		})
+		a.provs = append(a.provs, sp)
+		if err := sp.Start(ctx); err != nil {
+			return fmt.Errorf("providers[%d].plugin: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// models builds one resolve.Model per provider, and one resolver per pod.
+// A provider whose API key variable is unset is a config-class failure at
+// every turn (D5): the host starts, logs it once, and answers 502.
+func (a *App) models(getenv func(string) string, simulate bool) (map[string]*resolve.Model, map[string]*resolve.Resolver, error) {
+	models := make(map[string]*resolve.Model, len(a.cfg.Providers))
+	pods := make(map[string]*resolve.Resolver)         // by pod: the view GET /api/pods serves
+	resolvers := make(map[[2]string]*resolve.Resolver) // by pod and path: shared by providers
+	for i, p := range a.cfg.Providers {
+		m := &resolve.Model{Name: p.Name, Provider: a.provs[i], ModelName: p.Model}
+		switch {
+		case p.Pod != "":
+			key := [2]string{p.Pod, p.Path}
+			r, ok := resolvers[key]
+			if !ok {
+				r = resolve.NewResolver(a.gpu, p.Pod, p.Path)
+				resolvers[key] = r
+			}
+			if _, ok := pods[p.Pod]; !ok {
+				pods[p.Pod] = r
+			}
+			m.Resolver = r
+		default:
+			m.BaseURL = strings.TrimSuffix(p.BaseURL, "/") + "/" + strings.TrimPrefix(p.Path, "/")
+		}
+		if p.APIKeyEnv != "" && getenv(p.APIKeyEnv) == "" && !simulate {
+			m.ConfigErr = &resolve.ConfigError{Provider: p.Name, Reason: "the API key variable " + p.APIKeyEnv + " is not set"}
+			a.log.Error("provider unusable: its API key variable is not set", "provider", p.Name, "api_key_env", p.APIKeyEnv)
+		}
+		models[p.Name] = m
+	}
+	return models, pods, nil
+}
+
+// startSimulator starts the built-in conductor and model on loopback and
+// points the host at them, with a fresh data dir and a scaled clock.
+func (a *App) startSimulator(o Options) error {
+	scale := o.Scale
+	if scale <= 0 {
+		scale = 1
+	}
+	if a.clock == nil {
+		a.clock = clock.Scaled(scale)
+	}
+	pods := []string{}
+	for _, p := range a.cfg.Providers {
+		if p.Pod != "" {
+			pods = append(pods, p.Pod)
+		}
+	}
+	a.sim = sim.New(sim.Config{Pods: pods, Clock: a.clock, IdleStop: a.cfg.Timings.PodIdleStop.Duration})
+	if err := a.sim.Start(); err != nil {
+		return fmt.Errorf("simulator: %w", err)
+	}
+	a.cfg.Conductor.URL = a.sim.URL()
+	dir, err := os.MkdirTemp("", "wakehost-sim-")
+	if err != nil {
+		return fmt.Errorf("simulator data dir: %w", err)
+	}
+	a.tempDir = dir
+	return nil
+}

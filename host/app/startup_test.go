@@ -1,0 +1,99 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/app"
+	"github.com/wakeonchat/wakeonchat/host/clock"
+)
+
+// TestMissingPluginBinary: app.New fails with an error naming the missing
+// plugin's path, for the conductor plugin and for a provider plugin, and
+// hands back no App.
+func TestMissingPluginBinary(t *testing.T) {
+	tests := []struct {
+		name    string
+		present []string // binaries put into the plugin dir
+		missing string
+	}{
+		{"conductor", nil, conductorBin},
+		{"provider", []string{conductorBin}, providerBin},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, name := range tc.present {
+				if err := os.Symlink(filepath.Join(binDir, name), filepath.Join(dir, name)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			a, err, panicked := newApp(app.Options{
+				ConfigPath: writeConfig(t, hostOptions{}),
+				Logger:     slog.New(slog.DiscardHandler),
+				Getenv:     func(string) string { return "" },
+				Clock:      clock.NewFake(t0),
+				PluginDir:  dir,
+			})
+			if panicked != nil {
+				t.Fatalf("app.New panicked instead of returning its error: %v", panicked)
+			}
+			if a != nil {
+				t.Cleanup(func() { a.Shutdown(context.Background()) })
+			}
+			path := filepath.Join(dir, tc.missing)
+			if err == nil || a != nil {
+				t.Fatalf("app.New with %s missing: app %v, error %v; want no app and an error", path, a, err)
+			}
+			if !strings.Contains(err.Error(), path) || !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("app.New: %v\nwant an fs.ErrNotExist naming %s", err, path)
+			}
+		})
+	}
+}
+
+// newApp calls app.New and turns a panic into a value.
+func newApp(o app.Options) (a *app.App, err error, panicked any) {
+	defer func() { panicked = recover() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, err = app.New(ctx, o)
+	return a, err, nil
+}
+
+// TestWakehostMissingPlugin: the wakehost binary exits 1 and names the
+// missing plugin's path on stderr.
+func TestWakehostMissingPlugin(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, hostOptions{})
+	data, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = append(data, []byte("\n[plugins]\ndir = \""+filepath.ToSlash(dir)+"\"\n")...)
+	if err := os.WriteFile(cfg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, wakehostBin), "-config", cfg, "-log-format", "json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("wakehost with no plugins: %v, want exit status 1\nstderr:\n%s", err, stderr.String())
+	}
+	if path := filepath.Join(dir, conductorBin); !strings.Contains(stderr.String(), path) {
+		t.Errorf("wakehost stderr does not name %s:\n%s", path, stderr.String())
+	}
+}

@@ -1,0 +1,300 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/agent"
+	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/machines"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// reply is the body of every 200 from /api/chat: a model's answer and every
+// wake-policy reply alike (D4).
+type reply struct {
+	Reply       string       `json:"reply"`
+	SessionID   string       `json:"sessionId"`
+	PendingWake *pendingWire `json:"pendingWake,omitempty"`
+}
+
+// pendingWire is the pendingWake marker as clients see it.
+type pendingWire struct {
+	Key             string     `json:"key"`
+	Pod             string     `json:"pod"`
+	Provider        string     `json:"provider"`
+	WakeRequestedAt *time.Time `json:"wakeRequestedAt"`
+	State           string     `json:"state"`
+}
+
+func wirePending(p store.Pending) *pendingWire {
+	w := &pendingWire{Key: p.Key, Pod: p.Pod, Provider: p.Provider, State: p.State}
+	if !p.WakeRequestedAt.IsZero() {
+		t := p.WakeRequestedAt.UTC()
+		w.WakeRequestedAt = &t
+	}
+	return w
+}
+
+func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodPost) {
+		return
+	}
+	req, err := readRequest(w, r, s.cfg.MaxBody)
+	if err != nil {
+		var re *requestError
+		errors.As(err, &re)
+		writeError(w, re.Status, re.Msg)
+		return
+	}
+	if req.SessionID == "" {
+		req.SessionID = s.cfg.NewToken()
+	}
+	if !s.take(req.SessionID) {
+		writeError(w, http.StatusConflict, "a turn is already in flight for this session")
+		return
+	}
+	defer s.release(req.SessionID)
+	defer func() {
+		if p := recover(); p != nil {
+			// A crashing provider, plugin adapter or store never takes the host
+			// down, and the slot is released by the deferred release above.
+			s.cfg.Logger.Error("turn panicked", "session", req.SessionID, "panic", fmt.Sprint(p))
+			writeProviderFailed(w)
+		}
+	}()
+	switch req.WakeMode {
+	case ModeWait:
+		s.wait(w, r.Context(), req)
+	case ModeResume:
+		s.resume(w, r.Context(), req)
+	default:
+		s.legacy(w, r.Context(), req)
+	}
+}
+
+// legacy runs the turn through the provider chain; a not-ready error runs
+// the wake policy (D4).
+func (s *Server) legacy(w http.ResponseWriter, ctx context.Context, req request) {
+	res, err := s.cfg.Agent.Process(ctx, req.SessionID, req.Message)
+	if err == nil || isHistoryError(err) {
+		s.logHistory(req.SessionID, err)
+		writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
+		return
+	}
+	nr, ok := wakeable(err)
+	if !ok {
+		s.failed(w, req.SessionID, err)
+		return
+	}
+	d, err := s.notReady(ctx, nr)
+	if err != nil {
+		s.failed(w, req.SessionID, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID})
+}
+
+// wait pins the chain's first provider. A turn that can run, runs; one that
+// finds the model not ready runs the policy (which may wake) and leaves a
+// pendingWake marker instead of running the prompt (#715).
+func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) {
+	provider := s.cfg.Agent.First()
+	res, err := s.cfg.Agent.ProcessOn(ctx, req.SessionID, req.Message, provider, s.cfg.NoResend)
+	if err == nil || isHistoryError(err) {
+		s.logHistory(req.SessionID, err)
+		writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
+		return
+	}
+	nr, ok := wakeable(err)
+	if !ok {
+		s.failed(w, req.SessionID, err)
+		return
+	}
+	d, err := s.notReady(ctx, nr)
+	if err != nil {
+		s.failed(w, req.SessionID, err)
+		return
+	}
+	rec, err := s.cfg.Wake.Record(nr.Pod)
+	if err != nil {
+		s.failed(w, req.SessionID, err)
+		return
+	}
+	p := store.Pending{
+		Key: s.cfg.NewToken(), Pod: nr.Pod, Provider: provider,
+		WakeRequestedAt: rec.WakeRequestedAt, State: string(d.To), CreatedAt: s.cfg.Clock.Now(),
+	}
+	if err := s.cfg.Pending.PutPending(req.SessionID, p); err != nil {
+		s.failed(w, req.SessionID, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID, PendingWake: wirePending(p)})
+}
+
+// resume runs a held prompt once the model is freshly ready, on the pinned
+// provider, exactly once. It never wakes (#715).
+func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request) {
+	p, ok, err := s.cfg.Pending.Pending(req.SessionID)
+	switch {
+	case err != nil:
+		s.failed(w, req.SessionID, err)
+		return
+	case !ok:
+		writeError(w, http.StatusConflict, "no pending wake for this session")
+		return
+	case p.Key != req.PendingWake:
+		writeError(w, http.StatusConflict, "pendingWake does not match this session's pending wake")
+		return
+	}
+	if _, ok := s.cfg.Pods[p.Pod]; !ok {
+		s.cfg.Logger.Error("resume: pinned pod is no longer configured", "session", req.SessionID, "pod", p.Pod)
+		writeError(w, http.StatusConflict, "the pod this wake was pinned to is no longer configured")
+		return
+	}
+	if !s.cfg.Agent.Has(p.Provider) {
+		s.cfg.Logger.Error("resume: pinned provider is no longer configured", "session", req.SessionID, "provider", p.Provider)
+		writeError(w, http.StatusConflict, "the provider this wake was pinned to is no longer configured")
+		return
+	}
+	if text, fresh := s.readiness(ctx, p); !fresh {
+		writeJSON(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
+		return
+	}
+	// The key is consumed before the turn runs: a turn that ran, whatever
+	// its outcome, can never be resumed twice.
+	if _, err := s.cfg.Pending.TakePending(req.SessionID, p.Key); err != nil {
+		writeError(w, http.StatusConflict, "no pending wake for this session")
+		return
+	}
+	res, err := s.cfg.Agent.ProcessOn(ctx, req.SessionID, req.Message, p.Provider, s.cfg.Once)
+	if err == nil || isHistoryError(err) {
+		s.logHistory(req.SessionID, err)
+		writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
+		return
+	}
+	var nr *resolve.NotReadyError
+	if errors.As(err, &nr) || resolve.NeverSent(err) {
+		// The pod stopped between the readiness check and the completion, and
+		// the prompt provably never reached a model: keep the marker, so the
+		// client can resume once the pod is back, and wake nothing.
+		if perr := s.cfg.Pending.PutPending(req.SessionID, p); perr != nil {
+			s.failed(w, req.SessionID, perr)
+			return
+		}
+		text, fresh := s.readiness(ctx, p)
+		if fresh {
+			// The conductor still calls it ready, but nothing answered: the
+			// model is not serving (yet, or any more). Say so, as loading.
+			text = s.describe(p.Pod, machines.View{Status: pluginapi.StatusRunning, Running: true, Lookup: machines.LookupFound})
+		}
+		s.cfg.Logger.Warn("resume: the pod stopped before the turn ran; pending wake kept", "session", req.SessionID, "pod", p.Pod)
+		writeJSON(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
+		return
+	}
+	s.failed(w, req.SessionID, err)
+}
+
+// readiness reports whether p's pod is freshly ready and, when it is not,
+// the state's reply. Fresh means the conductor confirmed it now (not from
+// cache), RUNNING, with a valid readySince no earlier than the current wake
+// minus ready_slack.
+func (s *Server) readiness(ctx context.Context, p store.Pending) (string, bool) {
+	view, ok := s.cfg.Pods[p.Pod]
+	if !ok {
+		return "", false
+	}
+	res, lerr := view.Lookup(ctx)
+	rec, err := s.cfg.Wake.Record(p.Pod)
+	if err != nil {
+		rec = machines.NewRecord(p.Pod)
+	}
+	if lerr == nil && fresh(res, rec, s.cfg.Slack) {
+		return "", true
+	}
+	v := machines.View{Status: res.Status, Running: res.Endpoint != "", Lookup: string(res.Lookup), FromCache: res.FromCache}
+	if lerr != nil {
+		v = machines.View{Lookup: machines.LookupUnreadable}
+	}
+	return s.describeRecord(rec, v), false
+}
+
+// describe is the reply for pod in view, from its current record.
+func (s *Server) describe(pod string, v machines.View) string {
+	rec, err := s.cfg.Wake.Record(pod)
+	if err != nil {
+		rec = machines.NewRecord(pod)
+	}
+	return s.describeRecord(rec, v)
+}
+
+func (s *Server) describeRecord(rec machines.Record, v machines.View) string {
+	_, text, err := s.cfg.Policy.Describe(rec, v, s.cfg.Clock.Now())
+	if err != nil {
+		// Replies were rendered against sample data at load; this is a bug.
+		s.cfg.Logger.Error("rendering a reply", "err", err)
+		return "The GPU brain is not ready yet. Ask again shortly."
+	}
+	return text
+}
+
+// fresh is the readiness a resume and GET /api/pods/{name} "ready" require.
+func fresh(res resolve.Resolution, rec machines.Record, slack time.Duration) bool {
+	if res.FromCache || !res.IsRunning || res.Status != pluginapi.StatusRunning || res.Endpoint == "" {
+		return false
+	}
+	since, err := time.Parse(time.RFC3339, res.ReadySince)
+	if err != nil {
+		return false
+	}
+	return rec.WakeRequestedAt.IsZero() || !since.Before(rec.WakeRequestedAt.Add(-slack))
+}
+
+// notReady runs the wake policy for a not-ready turn.
+func (s *Server) notReady(ctx context.Context, nr *resolve.NotReadyError) (machines.Decision, error) {
+	return s.cfg.Wake.NotReady(ctx, nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading, nr)
+}
+
+// wakeable finds a not-ready error the policy may act on: retryable and
+// carrying its pod's capabilities (D4, D5).
+func wakeable(err error) (*resolve.NotReadyError, bool) {
+	var nr *resolve.NotReadyError
+	if !errors.As(err, &nr) || !nr.Retryable || !nr.HasCapabilities() {
+		return nil, false
+	}
+	return nr, true
+}
+
+// failed answers the generic 502 and logs the error, once, here.
+func (s *Server) failed(w http.ResponseWriter, session string, err error) {
+	s.cfg.Logger.Error("turn failed", "session", session, "err", logErr{err})
+	writeProviderFailed(w)
+}
+
+func isHistoryError(err error) bool {
+	var he *agent.HistoryError
+	return errors.As(err, &he)
+}
+
+func (s *Server) logHistory(session string, err error) {
+	if err != nil {
+		s.cfg.Logger.Error("the turn was answered but not stored", "session", session, "err", logErr{err})
+	}
+}
+
+// logErr logs an error through its LogValue when it has one (a not-ready
+// error lists its fields, never its capabilities).
+type logErr struct{ err error }
+
+func (l logErr) LogValue() slog.Value {
+	var nr *resolve.NotReadyError
+	if errors.As(l.err, &nr) {
+		return slog.GroupValue(slog.String("msg", l.err.Error()), slog.Any("notReady", nr))
+	}
+	return slog.StringValue(l.err.Error())
+}

@@ -1,0 +1,16 @@
+// Package chat is wake-on-chat's HTTP surface: POST /api/chat, GET
+// /api/pods/{name}, /healthz and /readyz.
+//
+// A turn that reaches a model answers 200 {reply, sessionId}. A turn that
+// finds the model not ready runs the wake policy (through host/wake) and
+// answers 200 in the same shape with the policy's plain-text reply, so every
+// client renders it as an assistant message (D4). Config-class failures,
+// not-ready errors that are not retryable and plain provider failures answer
+// 502 {"error":"the agent provider failed"} byte for byte and never wake (D5).
+// wakeMode "wait" and "resume" let a foreground client keep its prompt until
+// the model is freshly ready (#715; docs/http-contract.md).
+//
+// The package never puts an error's text, a URL or a secret in a response:
+// users see the policy's replies and fixed error strings; the log gets the
+// detail, once.
+package chat

@@ -1,0 +1,35 @@
+package chat
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// providerFailed is the body of every 502, byte for byte what clients know (D5).
+const providerFailed = `{"error":"the agent provider failed"}`
+
+// writeJSON writes v as the response body with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// writeError writes {"error": msg}. msg is written by this package, never
+// copied from an error.
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+// writeProviderFailed writes the generic 502.
+func writeProviderFailed(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusBadGateway)
+	w.Write([]byte(providerFailed))
+}

@@ -1,0 +1,400 @@
+package chat_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/wakeonchat/wakeonchat/host/agent"
+	"github.com/wakeonchat/wakeonchat/host/chat"
+	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/host/wake"
+	"github.com/wakeonchat/wakeonchat/machines"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// t0 is the first live wake-on-chat's first message, 2026-09-09 12:26:25 UTC.
+var t0 = time.Date(2026, 9, 9, 12, 26, 25, 0, time.UTC)
+
+const (
+	// waitLimit bounds every wait for background work; hitting it fails the test.
+	waitLimit = 10 * time.Second
+	// proxyURL is the pod's RunPod proxy. It must never reach a response or a
+	// log line.
+	proxyURL     = "https://kcbbg9igl0xdaz-8000.proxy.runpod.net"
+	systemPrompt = "You are Rig-E. Answer briefly."
+	modelName    = "qwen2.5-32b-instruct"
+	// providerFailed is the generic 502 body, byte for byte (D5).
+	providerFailed = `{"error":"the agent provider failed"}`
+	// inFlightLine is the #684 log line of a start whose client timed out.
+	inFlightLine = "wake requested for pod qwen: in flight (client timed out after 3 s; the conductor continues)"
+)
+
+// The design's replies, word for word (D1, D7, D9, D12, #712, #715).
+const (
+	replyWaking        = "Waking the GPU brain — that takes about 9 minutes. Ask me again in a few minutes."
+	replyRewake        = "The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes."
+	replyLoading       = "The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly."
+	replyUnreadable    = "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes."
+	replyWakeFailed    = "The last wake request never reached the conductor, so nothing is waking. Trying again — about 9 minutes."
+	replyResumeWaiting = "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU."
+)
+
+func replyStillWaking(min int) string {
+	return fmt.Sprintf("Still waking — %d min elapsed, usually ready by ~9. Ask again shortly.", min)
+}
+
+func replyLoadingWaking(min int) string {
+	return fmt.Sprintf("Still waking — %d min elapsed; the GPU is up and the model is loading. Ask again shortly.", min)
+}
+
+func replyStuck(min int) string {
+	return fmt.Sprintf("The model server has been up for %d minutes and still is not answering — it may be stuck. Someone needs to look at the pod.", min)
+}
+
+func replyRefused(status int) string {
+	return fmt.Sprintf("The last wake request was refused by the conductor (HTTP %d). Waking it again — about 9 minutes.", status)
+}
+
+// harness is a chat.Server built from the real store, fake clock, policy,
+// wake coordinator, resolver, models and agent, with fakes only at the plugin
+// boundary: gpu, provA (provider "a", on pod qwen) and provB (provider "b",
+// a literal base_url).
+type harness struct {
+	clock    *clock.Fake
+	store    *store.Store
+	gpu      *fakeGPU
+	provA    *fakeProvider
+	provB    *fakeProvider
+	resolver *resolve.Resolver
+	policy   *machines.Pod
+	coord    *wake.Coordinator
+	logger   *slog.Logger
+	logs     *logSink
+	models   map[string]agent.Model
+	tokens   atomic.Int64
+	api      *api // the server whose chain is ["a"]
+}
+
+// newHarness builds the parts with the pod asleep and serves chain ["a"].
+// At the end of the test it closes the servers, the coordinator and the
+// store, checks that no URL was logged, and checks for leaked goroutines.
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // registered first, runs last
+	h := &harness{
+		clock: clock.NewFake(t0),
+		gpu:   newFakeGPU(asleepPod()),
+		provA: &fakeProvider{},
+		provB: &fakeProvider{},
+		logs:  newLogSink(),
+	}
+	t.Cleanup(func() {
+		if text := h.logs.String(); strings.Contains(text, "://") || strings.Contains(text, "runpod") {
+			t.Errorf("the log holds a URL:\n%s", text)
+		}
+	})
+	st, err := store.Open(filepath.Join(t.TempDir(), "wake.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.store = st
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("store close: %v", err)
+		}
+	})
+	h.policy, err = machines.NewPod(machines.DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.logger = slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	h.coord = wake.New(wake.Config{
+		Pod: h.policy, Records: st, Clock: h.clock, Logger: h.logger,
+		WatchPoll: 60 * time.Second, WakeWatch: 35 * time.Minute, ReadySlack: 60 * time.Second,
+	})
+	t.Cleanup(func() { h.closeCoordinator(t) })
+	h.resolver = resolve.NewResolver(h.gpu, "qwen", "/v1")
+	h.models = map[string]agent.Model{
+		"a": &resolve.Model{Name: "a", Provider: h.provA, Resolver: h.resolver, ModelName: modelName},
+		"b": &resolve.Model{Name: "b", Provider: h.provB, BaseURL: "https://api.example.com/v1", ModelName: "fallback"},
+	}
+	h.api = h.serve(t, []string{"a"}, nil)
+	return h
+}
+
+// serve starts another chat.Server over the harness's parts, with chain
+// (the other models configured outside it) and mod applied to its config.
+func (h *harness) serve(t *testing.T, chain []string, mod func(*chat.Config)) *api {
+	t.Helper()
+	var inChain, others []agent.Provider
+	for _, name := range chain {
+		inChain = append(inChain, agent.Provider{Name: name, Model: h.models[name]})
+	}
+	for _, name := range slices.Sorted(maps.Keys(h.models)) {
+		if !slices.Contains(chain, name) {
+			others = append(others, agent.Provider{Name: name, Model: h.models[name]})
+		}
+	}
+	cfg := chat.Config{
+		Agent: agent.New(agent.Config{
+			Chain: inChain, Others: others, History: h.store,
+			SystemPrompt: systemPrompt, HistoryMessages: 20,
+		}),
+		Wake:    h.coord,
+		Policy:  h.policy,
+		Pods:    map[string]chat.PodView{"qwen": h.resolver},
+		Pending: h.store,
+		Clock:   h.clock,
+		Logger:  h.logger,
+		Slack:   60 * time.Second,
+		Once: func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
+			return m.(*resolve.Model).CompleteOnce(ctx, msgs)
+		},
+		NoResend: func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
+			return m.(*resolve.Model).CompleteNoResend(ctx, msgs)
+		},
+		NewToken: func() string { return fmt.Sprintf("tok-%d", h.tokens.Add(1)) },
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv := httptest.NewServer(chat.New(cfg).Handler())
+	t.Cleanup(srv.Close)
+	return &api{t: t, url: srv.URL, client: srv.Client()}
+}
+
+// closeCoordinator stops the watches and waits for the background starts.
+// After it every StartPod that will ever happen has happened. Closing twice
+// is harmless.
+func (h *harness) closeCoordinator(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.coord.Close(ctx); err != nil {
+		t.Errorf("coordinator close: %v", err)
+	}
+}
+
+// startsInTheEnd closes the coordinator and returns how many starts were
+// ever requested.
+func (h *harness) startsInTheEnd(t *testing.T) int {
+	t.Helper()
+	h.closeCoordinator(t)
+	return h.gpu.startCount()
+}
+
+// waitStart waits for the next StartPod call.
+func (h *harness) waitStart(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.gpu.started:
+	case <-time.After(waitLimit):
+		t.Fatalf("no StartPod within %v (starts so far: %d)", waitLimit, h.gpu.startCount())
+	}
+}
+
+// armed waits until n clock timers (wake watches) are pending.
+func (h *harness) armed(t *testing.T, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := h.clock.BlockUntilWaiters(ctx, n); err != nil {
+		t.Fatalf("waiting for %d watch timer(s): %v (pending: %d)", n, err, h.clock.Waiters())
+	}
+}
+
+// advance moves the clock by d while exactly one wake watch runs: it waits
+// for the watch's timer, moves the clock, and waits until the watch has read
+// the pod and armed its next timer, so no pod read is in flight afterwards.
+func (h *harness) advance(t *testing.T, d time.Duration) {
+	t.Helper()
+	h.armed(t, 1)
+	h.clock.Advance(d)
+	h.armed(t, 1)
+}
+
+func (h *harness) history(t *testing.T, session string) []store.Message {
+	t.Helper()
+	msgs, err := h.store.History(session, 100)
+	if err != nil {
+		t.Fatalf("History(%s): %v", session, err)
+	}
+	return msgs
+}
+
+// pending returns session's stored marker, nil when it has none.
+func (h *harness) pending(t *testing.T, session string) *store.Pending {
+	t.Helper()
+	p, ok, err := h.store.Pending(session)
+	if err != nil {
+		t.Fatalf("Pending(%s): %v", session, err)
+	}
+	if !ok {
+		return nil
+	}
+	return &p
+}
+
+// api is one served chat.Server.
+type api struct {
+	t      *testing.T
+	url    string
+	client *http.Client
+}
+
+// on returns a copy of a that reports to t (a subtest's).
+func (a *api) on(t *testing.T) *api {
+	c := *a
+	c.t = t
+	return &c
+}
+
+// response is an HTTP answer, read whole.
+type response struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+func (a *api) do(method, path, contentType, body string) response {
+	a.t.Helper()
+	req, err := http.NewRequest(method, a.url+path, strings.NewReader(body))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	res, err := a.client.Do(req)
+	if err != nil {
+		a.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		a.t.Fatalf("%s %s: reading the body: %v", method, path, err)
+	}
+	return response{Status: res.StatusCode, Header: res.Header, Body: string(b)}
+}
+
+// chatReq is a POST /api/chat body; empty fields are left out.
+type chatReq struct {
+	Message     string `json:"message"`
+	SessionID   string `json:"sessionId,omitempty"`
+	WakeMode    string `json:"wakeMode,omitempty"`
+	PendingWake any    `json:"pendingWake,omitempty"`
+}
+
+// chatReply is a 200 from /api/chat.
+type chatReply struct {
+	Reply       string       `json:"reply"`
+	SessionID   string       `json:"sessionId"`
+	PendingWake *pendingWake `json:"pendingWake"`
+}
+
+// pendingWake is the marker as clients see it.
+type pendingWake struct {
+	Key             string  `json:"key"`
+	Pod             string  `json:"pod"`
+	Provider        string  `json:"provider"`
+	WakeRequestedAt *string `json:"wakeRequestedAt"`
+	State           string  `json:"state"`
+}
+
+// post sends req to /api/chat.
+func (a *api) post(req chatReq) response {
+	a.t.Helper()
+	b, err := json.Marshal(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return a.do(http.MethodPost, "/api/chat", "application/json", string(b))
+}
+
+// turn sends req and decodes the 200 it must get, strictly.
+func (a *api) turn(req chatReq) chatReply {
+	a.t.Helper()
+	res := a.post(req)
+	if res.Status != http.StatusOK {
+		a.t.Fatalf("POST /api/chat %+v: status %d, body %s; want 200", req, res.Status, res.Body)
+	}
+	if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+		a.t.Errorf("Content-Type %q, want application/json", ct)
+	}
+	return decodeReply(a.t, res.Body)
+}
+
+// ask is a legacy turn (no wakeMode).
+func (a *api) ask(session, message string) chatReply {
+	a.t.Helper()
+	return a.turn(chatReq{Message: message, SessionID: session})
+}
+
+// asyncResult is the answer to a request sent from another goroutine.
+type asyncResult struct {
+	Status int
+	Body   string
+	Err    error
+}
+
+// postAsync sends req from a goroutine of its own; it never touches the
+// test's T, so its result is checked by the test goroutine.
+func (a *api) postAsync(req chatReq) <-chan asyncResult {
+	out := make(chan asyncResult, 1)
+	go func() {
+		b, _ := json.Marshal(req)
+		res, err := a.client.Post(a.url+"/api/chat", "application/json", bytes.NewReader(b))
+		if err != nil {
+			out <- asyncResult{Err: err}
+			return
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		out <- asyncResult{Status: res.StatusCode, Body: string(body), Err: err}
+	}()
+	return out
+}
+
+// receive waits for an async result.
+func receive(t *testing.T, ch <-chan asyncResult) asyncResult {
+	t.Helper()
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			t.Fatalf("request failed: %v", r.Err)
+		}
+		return r
+	case <-time.After(waitLimit):
+		t.Fatalf("no answer within %v", waitLimit)
+		return asyncResult{}
+	}
+}
+
+// decodeReply decodes a 200 body strictly.
+func decodeReply(t *testing.T, body string) chatReply {
+	t.Helper()
+	var r chatReply
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		t.Fatalf("decoding %s: %v", body, err)
+	}
+	return r
+}

@@ -1,0 +1,280 @@
+package chat_test
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wakeonchat/wakeonchat/host/chat"
+)
+
+// testMaxBody is the body limit of the validation tests.
+const testMaxBody = 512
+
+// TestChatRequestRejected sends every malformed request to a server whose pod
+// is ready and whose model would answer: each gets its exact 4xx and body,
+// and none reaches the conductor, the model or the store.
+func TestChatRequestRejected(t *testing.T) {
+	h := newHarness(t)
+	h.gpu.set(readyPod(rfc3339(t0)))
+	srv := h.serve(t, []string{"a"}, func(c *chat.Config) { c.MaxBody = testMaxBody })
+
+	const jsonCT = "application/json"
+	tests := []struct {
+		name        string
+		method      string
+		contentType string
+		body        string
+		wantStatus  int
+		wantBody    string
+		wantAllow   string
+	}{
+		{"GET", http.MethodGet, "", "",
+			405, `{"error":"method GET not allowed; use POST"}` + "\n", "POST"},
+		{"PUT", http.MethodPut, jsonCT, `{"message":"hi"}`,
+			405, `{"error":"method PUT not allowed; use POST"}` + "\n", "POST"},
+		{"no Content-Type", http.MethodPost, "", `{"message":"hi"}`,
+			415, `{"error":"Content-Type must be application/json"}` + "\n", ""},
+		{"text/plain", http.MethodPost, "text/plain", `{"message":"hi"}`,
+			415, `{"error":"Content-Type must be application/json"}` + "\n", ""},
+		{"unparsable Content-Type", http.MethodPost, "application/json; charset", `{"message":"hi"}`,
+			415, `{"error":"Content-Type must be application/json"}` + "\n", ""},
+		{"body over the limit", http.MethodPost, jsonCT, `{"message":"` + strings.Repeat("x", testMaxBody) + `"}`,
+			413, `{"error":"request body is larger than 512 bytes"}` + "\n", ""},
+		{"malformed JSON", http.MethodPost, jsonCT, `{"message" "hi"}`,
+			400, `{"error":"request body is not valid JSON (at byte 12)"}` + "\n", ""},
+		{"truncated JSON", http.MethodPost, jsonCT, `{"message":"hi"`,
+			400, `{"error":"request body is not valid JSON (truncated)"}` + "\n", ""},
+		{"empty body", http.MethodPost, jsonCT, "",
+			400, `{"error":"request body is empty; want a JSON object"}` + "\n", ""},
+		{"a JSON array", http.MethodPost, jsonCT, `[{"message":"hi"}]`,
+			400, `{"error":"request body must be a JSON object"}` + "\n", ""},
+		{"a JSON string", http.MethodPost, jsonCT, `"hi"`,
+			400, `{"error":"request body must be a JSON object"}` + "\n", ""},
+		{"a second object", http.MethodPost, jsonCT, `{"message":"hi"}{"message":"again"}`,
+			400, `{"error":"request body must be a single JSON object"}` + "\n", ""},
+		{"trailing garbage", http.MethodPost, jsonCT, `{"message":"hi"} x`,
+			400, `{"error":"request body must be a single JSON object"}` + "\n", ""},
+		{"unknown field", http.MethodPost, jsonCT, `{"message":"hi","stream":true}`,
+			400, `{"error":"unknown field \"stream\""}` + "\n", ""},
+		{"a long unknown field is not echoed", http.MethodPost, jsonCT, `{"message":"hi","` + strings.Repeat("f", 100) + `":1}`,
+			400, `{"error":"unknown field (the fields are message, sessionId, wakeMode, pendingWake)"}` + "\n", ""},
+		{"message missing", http.MethodPost, jsonCT, `{"sessionId":"s1"}`,
+			400, `{"error":"message is required"}` + "\n", ""},
+		{"message null", http.MethodPost, jsonCT, `{"message":null}`,
+			400, `{"error":"message is required"}` + "\n", ""},
+		{"message empty", http.MethodPost, jsonCT, `{"message":""}`,
+			400, `{"error":"message must not be empty"}` + "\n", ""},
+		{"message blank", http.MethodPost, jsonCT, `{"message":"   "}`,
+			400, `{"error":"message must not be empty"}` + "\n", ""},
+		{"message whitespace", http.MethodPost, jsonCT, `{"message":"\n\t "}`,
+			400, `{"error":"message must not be empty"}` + "\n", ""},
+		{"message a number", http.MethodPost, jsonCT, `{"message":42}`,
+			400, `{"error":"message must be a string"}` + "\n", ""},
+		{"message an object", http.MethodPost, jsonCT, `{"message":{"text":"hi"}}`,
+			400, `{"error":"message must be a string"}` + "\n", ""},
+		{"sessionId with a space", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"a b"}`,
+			400, `{"error":"sessionId must be 1 to 128 letters, digits, '-' or '_'"}` + "\n", ""},
+		{"sessionId of 129 characters", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"` + strings.Repeat("s", 129) + `"}`,
+			400, `{"error":"sessionId must be 1 to 128 letters, digits, '-' or '_'"}` + "\n", ""},
+		{"sessionId a path", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"../x"}`,
+			400, `{"error":"sessionId must be 1 to 128 letters, digits, '-' or '_'"}` + "\n", ""},
+		{"sessionId empty", http.MethodPost, jsonCT, `{"message":"hi","sessionId":""}`,
+			400, `{"error":"sessionId must be 1 to 128 letters, digits, '-' or '_'"}` + "\n", ""},
+		{"sessionId a number", http.MethodPost, jsonCT, `{"message":"hi","sessionId":7}`,
+			400, `{"error":"sessionId must be a string"}` + "\n", ""},
+		{"unknown wakeMode", http.MethodPost, jsonCT, `{"message":"hi","wakeMode":"later"}`,
+			400, `{"error":"wakeMode must be \"wait\" or \"resume\""}` + "\n", ""},
+		{"wakeMode in capitals", http.MethodPost, jsonCT, `{"message":"hi","wakeMode":"WAIT"}`,
+			400, `{"error":"wakeMode must be \"wait\" or \"resume\""}` + "\n", ""},
+		{"resume without pendingWake", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume"}`,
+			400, `{"error":"pendingWake is required with wakeMode \"resume\""}` + "\n", ""},
+		{"resume with a null pendingWake", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":null}`,
+			400, `{"error":"pendingWake is required with wakeMode \"resume\""}` + "\n", ""},
+		{"resume without sessionId", http.MethodPost, jsonCT, `{"message":"hi","wakeMode":"resume","pendingWake":"k1"}`,
+			400, `{"error":"sessionId is required with wakeMode \"resume\""}` + "\n", ""},
+		{"pendingWake without wakeMode", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","pendingWake":"k1"}`,
+			400, `{"error":"pendingWake is only valid with wakeMode \"resume\""}` + "\n", ""},
+		{"pendingWake with wait", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"wait","pendingWake":"k1"}`,
+			400, `{"error":"pendingWake is only valid with wakeMode \"resume\""}` + "\n", ""},
+		{"pendingWake a number", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":5}`,
+			400, `{"error":"pendingWake must be the key string (or the pendingWake object)"}` + "\n", ""},
+		{"pendingWake an empty key", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":""}`,
+			400, `{"error":"pendingWake must be the key of a pending wake"}` + "\n", ""},
+		{"pendingWake a path", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":"../k"}`,
+			400, `{"error":"pendingWake must be the key of a pending wake"}` + "\n", ""},
+		{"pendingWake an object without key", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":{"pod":"qwen"}}`,
+			400, `{"error":"pendingWake must be the key of a pending wake"}` + "\n", ""},
+		// Well-formed resumes get past validation: the object form a wait
+		// turn returned is accepted as it is, and the 409 says only that
+		// this session has no such marker.
+		{"pendingWake as the key", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":"k1"}`,
+			409, `{"error":"no pending wake for this session"}` + "\n", ""},
+		{"pendingWake as the object", http.MethodPost, jsonCT,
+			`{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":{"key":"k1","pod":"qwen","provider":"a","wakeRequestedAt":"2026-09-09T12:26:25Z","state":"waking"}}`,
+			409, `{"error":"no pending wake for this session"}` + "\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := srv.on(t).do(tt.method, "/api/chat", tt.contentType, tt.body)
+			if res.Status != tt.wantStatus {
+				t.Errorf("status %d, want %d", res.Status, tt.wantStatus)
+			}
+			if diff := cmp.Diff(tt.wantBody, res.Body); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+			if got := res.Header.Get("Allow"); got != tt.wantAllow {
+				t.Errorf("Allow %q, want %q", got, tt.wantAllow)
+			}
+			if got := res.Header.Get("Content-Type"); got != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", got)
+			}
+			if got := h.provA.calls(); got != 0 {
+				t.Errorf("a rejected request ran the model: %d provider call(s)", got)
+			}
+			if got := h.gpu.getCount(); got != 0 {
+				t.Errorf("a rejected request asked the conductor: %d GetPod call(s)", got)
+			}
+		})
+	}
+	if got := h.history(t, "s1"); got != nil {
+		t.Errorf("history of s1 = %v, want none", got)
+	}
+	if got := h.startsInTheEnd(t); got != 0 {
+		t.Errorf("StartPod called %d times, want 0", got)
+	}
+}
+
+// TestChatRequestAccepted covers the edges that are valid: each request runs
+// exactly one completion and answers 200.
+func TestChatRequestAccepted(t *testing.T) {
+	h := newHarness(t)
+	h.gpu.set(readyPod(rfc3339(t0)))
+	srv := h.serve(t, []string{"a"}, func(c *chat.Config) { c.MaxBody = testMaxBody })
+
+	exactly := `{"message":"` + strings.Repeat("x", testMaxBody-len(`{"message":""}`)) + `"}`
+	if len(exactly) != testMaxBody {
+		t.Fatalf("the limit body is %d bytes, want %d", len(exactly), testMaxBody)
+	}
+	long := strings.Repeat("s", 128)
+	tests := []struct {
+		name        string
+		contentType string
+		body        string
+		wantSession string
+	}{
+		{"charset parameter", "application/json; charset=utf-8", `{"message":"hi","sessionId":"s1"}`, "s1"},
+		{"body of exactly the limit", "application/json", exactly, "tok-1"},
+		{"trailing whitespace", "application/json", "{\"message\":\"hi\",\"sessionId\":\"s2\"}\n\t ", "s2"},
+		{"sessionId of 128 characters", "application/json", `{"message":"hi","sessionId":"` + long + `"}`, long},
+		{"sessionId with - and _", "application/json", `{"message":"hi","sessionId":"A-z_09"}`, "A-z_09"},
+		{"null wakeMode and pendingWake are the legacy flow", "application/json",
+			`{"message":"hi","sessionId":"s3","wakeMode":null,"pendingWake":null}`, "s3"},
+		{"no sessionId gets a new one", "application/json", `{"message":"hi"}`, "tok-2"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := srv.on(t).do(http.MethodPost, "/api/chat", tt.contentType, tt.body)
+			if res.Status != http.StatusOK {
+				t.Fatalf("status %d, body %s; want 200", res.Status, res.Body)
+			}
+			if !strings.Contains(res.Body, `"sessionId":"`+tt.wantSession+`"`) {
+				t.Errorf("body %s, want sessionId %q", res.Body, tt.wantSession)
+			}
+			if got, want := h.provA.calls(), i+1; got != want {
+				t.Errorf("provider calls %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+// TestRoutes covers everything that is not a turn.
+func TestRoutes(t *testing.T) {
+	h := newHarness(t)
+	notReady := h.serve(t, []string{"a"}, func(c *chat.Config) {
+		c.Ready = func() error { return errors.New("conductor plugin not running") }
+	})
+	ready := h.serve(t, []string{"a"}, func(c *chat.Config) { c.Ready = func() error { return nil } })
+
+	tests := []struct {
+		name       string
+		srv        *api
+		method     string
+		path       string
+		wantStatus int
+		wantBody   string
+		wantAllow  string
+	}{
+		{"unknown route", h.api, http.MethodGet, "/api/nope", 404, `{"error":"no such endpoint: GET /api/nope"}` + "\n", ""},
+		{"root", h.api, http.MethodGet, "/", 404, `{"error":"no such endpoint: GET /"}` + "\n", ""},
+		// The host never offers a start: waking is the policy's alone.
+		{"no start route", h.api, http.MethodPost, "/api/pods/qwen/start", 404,
+			`{"error":"no such endpoint: POST /api/pods/qwen/start"}` + "\n", ""},
+		{"healthz", h.api, http.MethodGet, "/healthz", 200, `{"status":"ok"}` + "\n", ""},
+		{"healthz POST", h.api, http.MethodPost, "/healthz", 405, `{"error":"method POST not allowed; use GET"}` + "\n", "GET"},
+		{"readyz without a check", h.api, http.MethodGet, "/readyz", 200, `{"status":"ready"}` + "\n", ""},
+		{"readyz ready", ready, http.MethodGet, "/readyz", 200, `{"status":"ready"}` + "\n", ""},
+		{"readyz not ready", notReady, http.MethodGet, "/readyz", 503,
+			`{"reason":"conductor plugin not running","status":"not ready"}` + "\n", ""},
+		{"readyz DELETE", h.api, http.MethodDelete, "/readyz", 405, `{"error":"method DELETE not allowed; use GET"}` + "\n", "GET"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := tt.srv.on(t).do(tt.method, tt.path, "", "")
+			if res.Status != tt.wantStatus {
+				t.Errorf("status %d, want %d", res.Status, tt.wantStatus)
+			}
+			if diff := cmp.Diff(tt.wantBody, res.Body); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+			if got := res.Header.Get("Allow"); got != tt.wantAllow {
+				t.Errorf("Allow %q, want %q", got, tt.wantAllow)
+			}
+			if got := res.Header.Get("Content-Type"); got != "application/json" {
+				t.Errorf("Content-Type %q, want application/json", got)
+			}
+		})
+	}
+	if got := h.provA.calls() + h.gpu.getCount() + h.startsInTheEnd(t); got != 0 {
+		t.Errorf("routes reached the plugins %d times, want 0", got)
+	}
+}
+
+// TestResponsesCarryNoURL: "No response ever carries a URL"
+// (docs/http-contract.md, doc.go), even when the client puts one in the path
+// or the body.
+func TestResponsesCarryNoURL(t *testing.T) {
+	h := newHarness(t)
+	tests := []struct {
+		name        string
+		method      string
+		path        string
+		contentType string
+		body        string
+		wantStatus  int
+	}{
+		{"unknown route", http.MethodGet, "/http:%2F%2Fevil.example/x", "", "", 404},
+		{"unknown pod", http.MethodGet, "/api/pods/http:%2F%2Fevil.example", "", "", 404},
+		{"unknown field", http.MethodPost, "/api/chat", "application/json", `{"message":"hi","https://evil.example":1}`, 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := h.api.on(t).do(tt.method, tt.path, tt.contentType, tt.body)
+			if res.Status != tt.wantStatus {
+				t.Errorf("status %d, want %d", res.Status, tt.wantStatus)
+			}
+			if strings.Contains(res.Body, "://") {
+				t.Errorf("the %d response reflects a URL from the request: %s", res.Status, res.Body)
+			}
+			if ct := res.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("the %d response is not JSON: Content-Type %q, body %q", res.Status, ct, res.Body)
+			}
+		})
+	}
+	if got := h.provA.calls(); got != 0 {
+		t.Errorf("%d completions, want 0", got)
+	}
+}

@@ -1,0 +1,151 @@
+package chat
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/agent"
+	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/host/wake"
+	"github.com/wakeonchat/wakeonchat/machines"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// Coordinator runs the wake policy and its side effects; *wake.Coordinator
+// is one.
+type Coordinator interface {
+	NotReady(ctx context.Context, pod, status, lookup string, modelLoading bool, caps wake.Capabilities) (machines.Decision, error)
+	Record(pod string) (machines.Record, error)
+}
+
+// PodView reports a pod as the conductor sees it; *resolve.Resolver is one.
+type PodView interface {
+	Lookup(ctx context.Context) (resolve.Resolution, error)
+}
+
+// PendingStore keeps each session's pending-wake marker; *store.Store is one.
+type PendingStore interface {
+	Pending(session string) (store.Pending, bool, error)
+	PutPending(session string, p store.Pending) error
+	TakePending(session, key string) (store.Pending, error)
+}
+
+// Config wires a Server.
+type Config struct {
+	Agent    *agent.Agent
+	Wake     Coordinator
+	Policy   *machines.Pod      // for the replies of turns that must not wake
+	Pods     map[string]PodView // every configured pod, by name
+	Pending  PendingStore
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	MaxBody  int64
+	Slack    time.Duration // ready_slack
+	Once     OnceFunc      // exactly one completion attempt, for resume
+	NoResend OnceFunc      // a completion that never re-sends an aborted attempt, for wait
+	Ready    func() error  // nil error when the host is ready (for /readyz)
+	NewToken func() string // session ids and pending keys; nil = crypto/rand
+}
+
+// OnceFunc is a completion call the caller chooses for a pinned turn:
+// resolve.Model.CompleteOnce (one attempt, no re-resolve, no retry) for a
+// resume, resolve.Model.CompleteNoResend (never re-sends an aborted attempt)
+// for a wait. nil is Model.Complete.
+type OnceFunc = func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error)
+
+// Server serves wake-on-chat's HTTP API.
+type Server struct {
+	cfg   Config
+	slots sync.Map // session id -> struct{}: the single in-flight turn per session
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real()
+	}
+	if cfg.NewToken == nil {
+		cfg.NewToken = randomToken
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 1 << 20
+	}
+	return &Server{cfg: cfg}
+}
+
+// Handler returns the HTTP routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/chat", s.handleChat)
+	mux.HandleFunc("/api/pods/{name}", s.handlePod)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if !allow(w, r, http.MethodGet) {
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("/readyz", s.handleReady)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, noEndpoint(r))
+	})
+	return mux
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodGet) {
+		return
+	}
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// allow answers 405 unless r uses method (HEAD goes with GET).
+func allow(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
+		return true
+	}
+	w.Header().Set("Allow", method)
+	writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use "+method)
+	return false
+}
+
+// take claims session's in-flight slot.
+func (s *Server) take(session string) bool {
+	_, busy := s.slots.LoadOrStore(session, struct{}{})
+	return !busy
+}
+
+func (s *Server) release(session string) { s.slots.Delete(session) }
+
+func randomToken() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+var plainPath = regexp.MustCompile(`^/[A-Za-z0-9/_.-]{0,127}$`)
+
+// noEndpoint names the missing endpoint when its path is plain, and only
+// then: anything else is the client's text and could be a URL.
+func noEndpoint(r *http.Request) string {
+	if plainPath.MatchString(r.URL.Path) {
+		return "no such endpoint: " + r.Method + " " + r.URL.Path
+	}
+	return "no such endpoint; the API is POST /api/chat, GET /api/pods/{name}, GET /healthz and GET /readyz"
+}

@@ -1,0 +1,257 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// holdPoll is how often, in real time, a held start re-reads the clock.
+const holdPoll = 10 * time.Millisecond
+
+// shutdownGrace bounds how long Close waits for handlers to finish.
+const shutdownGrace = 2 * time.Second
+
+// Sim is a simulated conductor and model. Create it with New; it is safe for
+// concurrent use.
+type Sim struct {
+	clock Clock
+	tm    timing
+	hold  bool
+	mux   *http.ServeMux
+
+	closed    chan struct{} // closed by Close: unblocks held starts and model delays
+	closeOnce sync.Once
+	closeErr  error
+
+	mu          sync.Mutex
+	pods        map[string]*pod // by name
+	byID        map[string]*pod // by every pod id ever issued
+	seq         int             // pod ids issued
+	completions int             // completions answered, for response ids
+	modelDelay  time.Duration
+	srv         *http.Server
+	url         string
+}
+
+// pod is one named pod and its test controls.
+type pod struct {
+	name        string
+	cur         *wake  // the latest wake; nil before the first start
+	lastPodID   string // the last pod that came to exist, shown while a new one is created
+	starts      int
+	forceStart  int
+	forceLookup string
+	neverReady  bool
+}
+
+// New returns a Sim for cfg. It does not listen: call Start, or serve Handler.
+func New(cfg Config) *Sim {
+	s := &Sim{
+		clock:  cfg.Clock,
+		tm:     cfg.timing(),
+		hold:   !cfg.NoStartHold,
+		closed: make(chan struct{}),
+		pods:   make(map[string]*pod),
+		byID:   make(map[string]*pod),
+	}
+	if s.clock == nil {
+		s.clock = realClock{}
+	}
+	names := cfg.Pods
+	if len(names) == 0 {
+		names = []string{DefaultPod}
+	}
+	for _, n := range names {
+		if s.pods[n] == nil {
+			s.pods[n] = &pod{name: n}
+		}
+	}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET /api/pods/{name}", s.handleGet)
+	s.mux.HandleFunc("POST /api/pods/{name}/start", s.handleStart)
+	s.mux.HandleFunc("POST /api/pods/{name}/stop", s.handleStop)
+	s.mux.HandleFunc("POST /proxy/{podId}/v1/chat/completions", s.handleCompletion)
+	s.mux.HandleFunc("GET /proxy/{podId}/v1/models", s.handleModels)
+	s.mux.HandleFunc("GET /proxy/{podId}/health", s.handleHealth)
+	s.mux.HandleFunc("/proxy/{podId}/{rest...}", s.handleProxyOther)
+	return s
+}
+
+// Start listens on 127.0.0.1:0 and serves in the background. It fails if the
+// Sim was already started or closed.
+func (s *Sim) Start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.closed:
+		return errors.New("sim: start after close")
+	default:
+	}
+	if s.srv != nil {
+		return errors.New("sim: already started")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("sim: listen: %w", err)
+	}
+	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	s.srv = srv
+	s.url = "http://" + ln.Addr().String()
+	// Serve returns ErrServerClosed after Close; there is no one else to tell.
+	go func() { _ = srv.Serve(ln) }()
+	return nil
+}
+
+// URL is the base URL of the conductor, e.g. http://127.0.0.1:PORT, or ""
+// before Start. Proxy URLs live under it.
+func (s *Sim) URL() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.url
+}
+
+// Handler serves the Sim's endpoints, for tests that bring their own server.
+// Without Start, proxy URLs are built from each request's Host.
+func (s *Sim) Handler() http.Handler { return s.mux }
+
+// Close unblocks held starts and model delays, then shuts the server down.
+// It is safe to call more than once; later calls return the first result.
+func (s *Sim) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.mu.Lock()
+		srv := s.srv
+		s.mu.Unlock()
+		if srv == nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			srv.Close()
+			s.closeErr = fmt.Errorf("sim: shutdown: %w", err)
+		}
+	})
+	return s.closeErr
+}
+
+// StartRequests is how many start requests pod has received, forced refusals
+// included. 0 for a pod the Sim does not serve.
+func (s *Sim) StartRequests(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.pods[name]; p != nil {
+		return p.starts
+	}
+	return 0
+}
+
+// ForceStartStatus makes start on pod answer status (e.g. 401, 409, 503) and
+// start nothing; the request is still counted. 0 restores normal starts.
+// It panics on an unknown pod or a status outside 200-599.
+func (s *Sim) ForceStartStatus(name string, status int) {
+	if status != 0 && (status < 200 || status > 599) {
+		panic(fmt.Sprintf("sim: ForceStartStatus: status %d out of range", status))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mustPod("ForceStartStatus", name).forceStart = status
+}
+
+// ForceLookup makes GET on pod answer 200 with this lookup (e.g. "UNREADABLE"),
+// status "UNKNOWN" and nothing else. "" restores normal answers. It panics on an
+// unknown pod.
+func (s *Sim) ForceLookup(name string, lookup string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mustPod("ForceLookup", name).forceLookup = lookup
+}
+
+// NeverReady with on set makes pod's model never answer: a wake reaches
+// RUNNING and the proxy answers 502 forever, and the pod never idles out. It
+// applies to the current wake unless its model already answers, and to every
+// later wake. Turning it off lets the model answer from now on (or when it
+// would have anyway, if that is later).
+func (s *Sim) NeverReady(name string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.mustPod("NeverReady", name)
+	p.neverReady = on
+	if p.cur == nil {
+		return
+	}
+	now := s.clock.Now()
+	st := p.cur.at(now, s.tm)
+	if st.phase == phaseAsleep || !st.readySince.IsZero() {
+		return
+	}
+	switch {
+	case on:
+		p.cur.readyAt = time.Time{}
+	case p.cur.readyAt.IsZero():
+		p.cur.readyAt = later(now, p.cur.startedAt.Add(s.tm.ready))
+	}
+}
+
+// SetModelDelay makes each completion wait d of real time (not scaled, not on
+// the Clock) before it answers. 0, the default, answers at once.
+func (s *Sim) SetModelDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.modelDelay = d
+}
+
+// Snapshot is what GET /api/pods/{name} would answer now. Proxy URLs use URL(),
+// so they are relative paths before Start. For a pod the Sim does not serve it
+// returns only the name and lookup "NOT_FOUND".
+func (s *Sim) Snapshot(name string) PodView {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pods[name]
+	if p == nil {
+		return PodView{Name: name, Lookup: LookupNotFound}
+	}
+	return s.view(p, s.clock.Now(), s.url)
+}
+
+// mustPod returns the named pod or panics. Callers hold s.mu.
+func (s *Sim) mustPod(control, name string) *pod {
+	p := s.pods[name]
+	if p == nil {
+		panic(fmt.Sprintf("sim: %s: unknown pod %q", control, name))
+	}
+	return p
+}
+
+// begin joins the wake in flight at now, or starts a new one if the pod is
+// asleep. Callers hold s.mu.
+func (s *Sim) begin(p *pod, now time.Time) *wake {
+	if p.cur != nil {
+		st := p.cur.at(now, s.tm)
+		if st.phase != phaseAsleep {
+			return p.cur
+		}
+		if st.created {
+			p.lastPodID = p.cur.podID
+		}
+	}
+	s.seq++
+	id := "pod-" + strconv.Itoa(s.seq)
+	p.cur = newWake(id, now, s.tm, p.neverReady)
+	s.byID[id] = p
+	return p.cur
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

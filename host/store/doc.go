@@ -1,0 +1,39 @@
+// Package store is wake-on-chat's durable state: an embedded bbolt database
+// in the host's data_dir that survives a restart. It keeps three things:
+//
+//   - each session's chat history, as whole turns (a user message and the
+//     assistant's reply, stored together or not at all);
+//   - each session's pending wake marker, the note a wakeMode "wait" turn
+//     leaves so the client can come back with its prompt once the model is
+//     ready;
+//   - one wake-policy record (a machines.Record) per pod.
+//
+// What it must never store: the prompt of a pending turn (a Pending has no
+// field for it by design; the client holds its prompt until the model is
+// ready), and secrets of any kind: API keys, tokens, endpoint or proxy URLs.
+// The store cannot tell a secret from a chat message, so keeping them out is
+// the caller's duty.
+//
+// The bucket layout, all keys raw bytes of the given strings:
+//
+//	sessions/<session>/messages  nested buckets; keys are big-endian uint64
+//	                             sequence numbers (NextSequence), values are
+//	                             JSON Messages, oldest first
+//	pending/<session>            JSON Pending
+//	pods/<pod>                   JSON machines.Record
+//
+// History is unbounded: AppendTurn never drops anything, and History reads
+// only the last N messages with a cursor from the end, so a long history
+// costs disk, not time. A caller that wants a bound calls PruneHistory.
+//
+// Times are stored in UTC (monotonic clock readings dropped), so a value read
+// back is Equal to the one written, but its Location is UTC.
+//
+// A Store is safe for concurrent use: bbolt serialises writers, and every
+// method runs in one transaction. Only one process can hold the database
+// open; a second Open fails with ErrLocked after about a second instead of
+// waiting forever. After Close every method returns ErrClosed.
+//
+// This package does no logging and makes no decisions: it does not wake
+// pods, expire pending markers or bound history on its own.
+package store

@@ -1,0 +1,149 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The roles of a turn's two messages.
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+)
+
+// Message is one message of a session's history.
+type Message struct {
+	Role    string `json:"role"` // "user" or "assistant"
+	Content string `json:"content"`
+}
+
+var errNoSession = errors.New("store: empty session id")
+
+// History returns the last last messages of session, oldest first. It
+// returns nil when last <= 0, and nil (no error) for a session it has never
+// seen. It reads only the messages it returns.
+func (s *Store) History(session string, last int) ([]Message, error) {
+	if session == "" {
+		return nil, errNoSession
+	}
+	if last <= 0 {
+		return nil, nil
+	}
+	var msgs []Message
+	err := s.view(func(tx *bolt.Tx) error {
+		b, err := messages(tx, session)
+		if b == nil || err != nil {
+			return err
+		}
+		c := b.Cursor()
+		for k, v := c.Last(); k != nil && len(msgs) < last; k, v = c.Prev() {
+			var m Message
+			if err := json.Unmarshal(v, &m); err != nil {
+				return fmt.Errorf("store: session %q message %x: %w", session, k, err)
+			}
+			msgs = append(msgs, m)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(msgs)
+	return msgs, nil
+}
+
+// AppendTurn appends one turn, user's message then assistant's reply, to
+// session's history in one transaction: the turn is stored whole or not at
+// all, and concurrent turns never interleave. user.Role must be "user" and
+// assistant.Role "assistant". History is never trimmed here; see
+// PruneHistory.
+func (s *Store) AppendTurn(session string, user, assistant Message) error {
+	if session == "" {
+		return errNoSession
+	}
+	if user.Role != RoleUser || assistant.Role != RoleAssistant {
+		return fmt.Errorf("store: turn roles %q, %q: want %q, %q",
+			user.Role, assistant.Role, RoleUser, RoleAssistant)
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		sessions, err := bucket(tx, bucketSessions)
+		if err != nil {
+			return err
+		}
+		sb, err := sessions.CreateBucketIfNotExists([]byte(session))
+		if err != nil {
+			return fmt.Errorf("store: session %q: %w", session, err)
+		}
+		b, err := sb.CreateBucketIfNotExists(bucketMessages)
+		if err != nil {
+			return fmt.Errorf("store: session %q messages: %w", session, err)
+		}
+		for _, m := range []Message{user, assistant} {
+			seq, err := b.NextSequence()
+			if err != nil {
+				return fmt.Errorf("store: session %q sequence: %w", session, err)
+			}
+			v, err := json.Marshal(m)
+			if err != nil {
+				return fmt.Errorf("store: session %q message: %w", session, err)
+			}
+			if err := b.Put(seqKey(seq), v); err != nil {
+				return fmt.Errorf("store: session %q message: %w", session, err)
+			}
+		}
+		return nil
+	})
+}
+
+// PruneHistory deletes all but the last keep messages of session. keep is
+// rounded down to an even number so a turn is never split; keep <= 1 deletes
+// the whole history. Pruning an unknown session does nothing. Sequence
+// numbers are never reused.
+func (s *Store) PruneHistory(session string, keep int) error {
+	if session == "" {
+		return errNoSession
+	}
+	keep = max(keep, 0) &^ 1
+	return s.update(func(tx *bolt.Tx) error {
+		b, err := messages(tx, session)
+		if b == nil || err != nil {
+			return err
+		}
+		var doomed [][]byte
+		c := b.Cursor()
+		n := 0
+		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
+			if n++; n > keep {
+				doomed = append(doomed, slices.Clone(k))
+			}
+		}
+		for _, k := range doomed {
+			if err := b.Delete(k); err != nil {
+				return fmt.Errorf("store: session %q prune: %w", session, err)
+			}
+		}
+		return nil
+	})
+}
+
+// messages returns session's messages bucket, nil when the session has none.
+func messages(tx *bolt.Tx, session string) (*bolt.Bucket, error) {
+	sessions, err := bucket(tx, bucketSessions)
+	if err != nil {
+		return nil, err
+	}
+	sb := sessions.Bucket([]byte(session))
+	if sb == nil {
+		return nil, nil
+	}
+	return sb.Bucket(bucketMessages), nil
+}
+
+func seqKey(seq uint64) []byte {
+	return binary.BigEndian.AppendUint64(nil, seq)
+}

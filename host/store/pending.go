@@ -1,0 +1,127 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Pending is the marker a wakeMode "wait" turn leaves for its session: never
+// the prompt itself.
+type Pending struct {
+	Key             string    `json:"key"`
+	Pod             string    `json:"pod"`
+	Provider        string    `json:"provider"`
+	WakeRequestedAt time.Time `json:"wakeRequestedAt"`
+	State           string    `json:"state"`
+	CreatedAt       time.Time `json:"createdAt"`
+}
+
+var (
+	// ErrNoPending is returned by TakePending when the session has no marker.
+	ErrNoPending = errors.New("store: no pending wake")
+	// ErrPendingMismatch is returned by TakePending when the session's
+	// marker has another key; the marker is kept.
+	ErrPendingMismatch = errors.New("store: pending wake key mismatch")
+)
+
+// Pending returns session's marker; ok is false when it has none.
+func (s *Store) Pending(session string) (p Pending, ok bool, err error) {
+	if session == "" {
+		return Pending{}, false, errNoSession
+	}
+	err = s.view(func(tx *bolt.Tx) error {
+		var err error
+		p, ok, err = getPending(tx, session)
+		return err
+	})
+	if err != nil {
+		return Pending{}, false, err
+	}
+	return p, ok, nil
+}
+
+// PutPending sets session's marker, replacing any other. p.Key must not be
+// empty. Its times are stored in UTC.
+func (s *Store) PutPending(session string, p Pending) error {
+	if session == "" {
+		return errNoSession
+	}
+	if p.Key == "" {
+		return fmt.Errorf("store: pending wake for session %q has no key", session)
+	}
+	p.WakeRequestedAt, p.CreatedAt = utc(p.WakeRequestedAt), utc(p.CreatedAt)
+	v, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("store: pending wake for session %q: %w", session, err)
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketPending)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(session), v)
+	})
+}
+
+// TakePending atomically returns session's marker and deletes it when its
+// key is key. It returns ErrNoPending when the session has no marker and
+// ErrPendingMismatch (keeping the marker) when the key differs; with either
+// the Pending is zero. Of concurrent takes with the same key exactly one
+// succeeds.
+func (s *Store) TakePending(session, key string) (Pending, error) {
+	if session == "" {
+		return Pending{}, errNoSession
+	}
+	var p Pending
+	err := s.update(func(tx *bolt.Tx) error {
+		got, ok, err := getPending(tx, session)
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return ErrNoPending
+		case got.Key != key:
+			return ErrPendingMismatch
+		}
+		p = got
+		return tx.Bucket(bucketPending).Delete([]byte(session))
+	})
+	if err != nil {
+		return Pending{}, err
+	}
+	return p, nil
+}
+
+// DeletePending deletes session's marker; deleting none is not an error.
+func (s *Store) DeletePending(session string) error {
+	if session == "" {
+		return errNoSession
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		b, err := bucket(tx, bucketPending)
+		if err != nil {
+			return err
+		}
+		return b.Delete([]byte(session))
+	})
+}
+
+func getPending(tx *bolt.Tx, session string) (Pending, bool, error) {
+	b, err := bucket(tx, bucketPending)
+	if err != nil {
+		return Pending{}, false, err
+	}
+	v := b.Get([]byte(session))
+	if v == nil {
+		return Pending{}, false, nil
+	}
+	var p Pending
+	if err := json.Unmarshal(v, &p); err != nil {
+		return Pending{}, false, fmt.Errorf("store: pending wake for session %q: %w", session, err)
+	}
+	return p, true, nil
+}

@@ -1,0 +1,110 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// lockTimeout is how long Open waits for another process to release the
+// database file.
+const lockTimeout = time.Second
+
+// The top-level buckets and the nested one under each session.
+var (
+	bucketSessions = []byte("sessions")
+	bucketPending  = []byte("pending")
+	bucketPods     = []byte("pods")
+	bucketMessages = []byte("messages")
+)
+
+var (
+	// ErrLocked is returned by Open when another process holds the database.
+	ErrLocked = errors.New("locked by another process")
+	// ErrClosed is returned by every method called after Close.
+	ErrClosed = errors.New("store: closed")
+)
+
+// Store is wake-on-chat's embedded database. Its zero value is not usable;
+// call Open.
+type Store struct {
+	db *bolt.DB
+}
+
+// Open opens the database at path, creating its parent directory (0o700) and
+// the file (0o600) when they do not exist. When another process holds the
+// database, Open gives up after about a second with an error wrapping
+// ErrLocked.
+func Open(path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store directory: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: lockTimeout})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("store %s is %w (waited %s)", path, ErrLocked, lockTimeout)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketSessions, bucketPending, bucketPods} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database and releases its lock. It waits for running
+// transactions. Closing a closed Store does nothing and returns nil.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("store close: %w", err)
+	}
+	return nil
+}
+
+// view runs fn in a read-only transaction.
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	return closedErr(s.db.View(fn))
+}
+
+// update runs fn in a read-write transaction; an error from fn rolls it back.
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	return closedErr(s.db.Update(fn))
+}
+
+func closedErr(err error) error {
+	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+// bucket returns the top-level bucket name, which Open created.
+func bucket(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
+	b := tx.Bucket(name)
+	if b == nil {
+		return nil, fmt.Errorf("store: bucket %s missing", name)
+	}
+	return b, nil
+}
+
+// utc is t in UTC without its monotonic clock reading; the zero time stays
+// zero.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.Round(0).UTC()
+}

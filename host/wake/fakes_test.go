@@ -1,0 +1,307 @@
+package wake_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/wake"
+	"github.com/wakeonchat/wakeonchat/machines"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// t0 is the first live wake's hour, 2026-09-09 12:00 UTC.
+var t0 = time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
+
+// waitLimit bounds every wait for a background goroutine; a test that hits it
+// has failed.
+const waitLimit = 5 * time.Second
+
+// fakeCaps is a hand-written wake.Capabilities: function fields say what it
+// answers (nil: accepted 202, and an EXITED pod), counters say how often it
+// was called.
+type fakeCaps struct {
+	wake    func(ctx context.Context) pluginapi.StartResult
+	readPod func(ctx context.Context, n int) (pluginapi.Pod, error) // n counts from 1
+
+	wakes atomic.Int32
+	reads atomic.Int32
+}
+
+var _ wake.Capabilities = (*fakeCaps)(nil)
+
+func (f *fakeCaps) Wake(ctx context.Context) pluginapi.StartResult {
+	f.wakes.Add(1)
+	if f.wake == nil {
+		return pluginapi.StartResult{Requested: true, Status: 202}
+	}
+	return f.wake(ctx)
+}
+
+func (f *fakeCaps) ReadPod(ctx context.Context) (pluginapi.Pod, error) {
+	n := int(f.reads.Add(1))
+	if f.readPod == nil {
+		return exited(), nil
+	}
+	return f.readPod(ctx, n)
+}
+
+func exited() pluginapi.Pod {
+	return pluginapi.Pod{Name: "qwen", Status: "EXITED", Lookup: pluginapi.LookupFound}
+}
+
+// readyPod is the pod running with the conductor's readySince.
+func readyPod(since string) pluginapi.Pod {
+	return pluginapi.Pod{Name: "qwen", Status: "RUNNING", IsRunning: true, ReadySince: since, Lookup: pluginapi.LookupFound}
+}
+
+// memRecords is an in-memory wake.Records. putErr, when set, fails PutRecord.
+type memRecords struct {
+	putErr func(machines.Record) error
+
+	mu   sync.Mutex
+	recs map[string]machines.Record
+	puts int
+}
+
+var _ wake.Records = (*memRecords)(nil)
+
+func newMemRecords(recs ...machines.Record) *memRecords {
+	m := &memRecords{recs: make(map[string]machines.Record)}
+	for _, r := range recs {
+		m.recs[r.Pod] = r
+	}
+	return m
+}
+
+func (m *memRecords) Record(pod string) (machines.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.recs[pod]; ok {
+		return r, nil
+	}
+	return machines.NewRecord(pod), nil
+}
+
+func (m *memRecords) PutRecord(r machines.Record) error {
+	if m.putErr != nil {
+		if err := m.putErr(r); err != nil {
+			return err
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.puts++
+	m.recs[r.Pod] = r
+	return nil
+}
+
+func (m *memRecords) Records() ([]machines.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []machines.Record
+	for _, r := range m.recs {
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (m *memRecords) putCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.puts
+}
+
+// logBuf collects a JSON slog handler's output and wakes waiters on every
+// line.
+type logBuf struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	changed chan struct{}
+}
+
+func newLogBuf() *logBuf { return &logBuf{changed: make(chan struct{})} }
+
+func (b *logBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	close(b.changed)
+	b.changed = make(chan struct{})
+	return n, err
+}
+
+// logLine is the part of a JSON log record the tests assert on.
+type logLine struct {
+	Level string `json:"level"`
+	Msg   string `json:"msg"`
+	Pod   string `json:"pod"`
+	State string `json:"state,omitempty"`
+	Reply string `json:"reply,omitempty"`
+}
+
+func (b *logBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// lines parses every record so far; it fails the test on a malformed one.
+func (b *logBuf) lines(t *testing.T) ([]logLine, <-chan struct{}) {
+	t.Helper()
+	b.mu.Lock()
+	raw, changed := bytes.Clone(b.buf.Bytes()), b.changed
+	b.mu.Unlock()
+	var out []logLine
+	for _, l := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		var ll logLine
+		if err := json.Unmarshal(l, &ll); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", l, err)
+		}
+		out = append(out, ll)
+	}
+	return out, changed
+}
+
+// withMsg returns the lines whose message is msg.
+func (b *logBuf) withMsg(t *testing.T, msg string) []logLine {
+	t.Helper()
+	all, _ := b.lines(t)
+	var out []logLine
+	for _, l := range all {
+		if l.Msg == msg {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// waitN waits until n lines carry msg and returns them.
+func (b *logBuf) waitN(t *testing.T, msg string, n int) []logLine {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		all, changed := b.lines(t)
+		var got []logLine
+		for _, l := range all {
+			if l.Msg == msg {
+				got = append(got, l)
+			}
+		}
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("waited %v for %d log lines %q; the log:\n%s", waitLimit, n, msg, b.String())
+		}
+	}
+}
+
+// wait waits for one line carrying msg and returns it.
+func (b *logBuf) wait(t *testing.T, msg string) logLine {
+	t.Helper()
+	return b.waitN(t, msg, 1)[0]
+}
+
+// env is one Coordinator under test with its fakes.
+type env struct {
+	clk  *clock.Fake
+	recs *memRecords
+	logs *logBuf
+	c    *wake.Coordinator
+}
+
+// newEnv builds a Coordinator on a fake clock at t0 (unless cfg has a clock),
+// an in-memory store (unless cfg has one) and a JSON log at debug level. At
+// the end of the test it closes the Coordinator and checks for leaked
+// goroutines, in that order.
+func newEnv(t *testing.T, cfg wake.Config) *env {
+	t.Helper()
+	t.Cleanup(func() { goleak.VerifyNone(t) }) // registered first, runs last
+	e := &env{logs: newLogBuf()}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.NewFake(t0)
+	}
+	e.clk, _ = cfg.Clock.(*clock.Fake)
+	if cfg.Records == nil {
+		cfg.Records = newMemRecords()
+	}
+	e.recs, _ = cfg.Records.(*memRecords)
+	if cfg.Pod == nil {
+		pod, err := machines.NewPod(machines.DefaultPolicy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Pod = pod
+	}
+	cfg.Logger = slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e.c = wake.New(cfg)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+		defer cancel()
+		if err := e.c.Close(ctx); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return e
+}
+
+// notReady runs an asleep turn (EXITED, FOUND) for qwen.
+func (e *env) notReady(t *testing.T, caps wake.Capabilities) machines.Decision {
+	t.Helper()
+	d, err := e.c.NotReady(context.Background(), "qwen", "EXITED", machines.LookupFound, false, caps)
+	if err != nil {
+		t.Fatalf("NotReady: %v", err)
+	}
+	return d
+}
+
+// step waits until a watch waits on the clock, then advances it by d. Called
+// in a loop it moves a watch along without racing it: after an Advance the
+// waiter either is still pending or is re-registered by the watch's next
+// round, or the watch has ended.
+func (e *env) step(t *testing.T, d time.Duration) {
+	t.Helper()
+	e.waitWaiters(t, 1)
+	e.clk.Advance(d)
+}
+
+// stepTo steps the clock in steps of d until it reads at.
+func (e *env) stepTo(t *testing.T, at time.Time, d time.Duration) {
+	t.Helper()
+	for now := e.clk.Now(); now.Before(at); now = e.clk.Now() {
+		e.step(t, min(d, at.Sub(now)))
+	}
+}
+
+func (e *env) waitWaiters(t *testing.T, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := e.clk.BlockUntilWaiters(ctx, n); err != nil {
+		t.Fatalf("waiting for %d clock waiters: %v", n, err)
+	}
+}
+
+// record returns qwen's stored record.
+func (e *env) record(t *testing.T) machines.Record {
+	t.Helper()
+	r, err := e.c.Record("qwen")
+	if err != nil {
+		t.Fatalf("Record: %v", err)
+	}
+	return r
+}

@@ -1,0 +1,129 @@
+package machines
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// randomEvent draws an event at now: not-ready variants, model loading, and
+// outcomes for the current wake, a superseded one, or none.
+func randomEvent(r *rand.Rand, rec Record, now time.Time) Event {
+	wakeOf := func() time.Time {
+		switch r.IntN(3) {
+		case 0:
+			return rec.WakeRequestedAt
+		case 1:
+			return rec.WakeRequestedAt.Add(-time.Duration(r.IntN(60)+1) * time.Minute)
+		default:
+			return time.Time{}
+		}
+	}
+	switch r.IntN(9) {
+	case 0, 1, 2:
+		status := []string{"EXITED", "CREATED", "RUNNING", "UNKNOWN", ""}[r.IntN(5)]
+		lookup := []string{LookupFound, LookupFound, LookupNotFound, LookupUnreadable, ""}[r.IntN(5)]
+		return Event{Trigger: NotReady, At: now, Status: status, Lookup: lookup}
+	case 3, 4:
+		return Event{Trigger: ModelLoading, At: now}
+	case 5:
+		return Event{Trigger: ReadySinceSeen, At: now, Wake: wakeOf(),
+			ReadySince: now.Add(-time.Duration(r.IntN(40*60)) * time.Second)}
+	case 6:
+		return Event{Trigger: NeverReadySeen, At: now, Wake: wakeOf()}
+	case 7:
+		return Event{Trigger: StartRefused, At: now, Wake: wakeOf(), HTTPStatus: []int{401, 403, 404, 409, 500, 503}[r.IntN(6)]}
+	default:
+		return Event{Trigger: StartFailed, At: now, Wake: wakeOf()}
+	}
+}
+
+// randomStep is a clock jump: mostly seconds and minutes, sometimes days,
+// sometimes exactly on an edge.
+func randomStep(r *rand.Rand, p Timings) time.Duration {
+	switch r.IntN(8) {
+	case 0:
+		return 0
+	case 1:
+		return p.WakeWindow
+	case 2:
+		return p.LoadingCeiling
+	case 3:
+		return time.Duration(r.IntN(72)) * time.Hour
+	case 4:
+		return time.Millisecond
+	default:
+		return time.Duration(r.IntN(20*60)) * time.Second
+	}
+}
+
+// TestProperties replays random event sequences with clock jumps through
+// the machine and checks what must hold whatever happens:
+//   - no error: every event is handled from every state;
+//   - every reply is plain text with no URL or markdown, and names no pod
+//     but the record's own;
+//   - never a second wake inside the window unless the current wake's
+//     outcome was known (refused, never sent, never ready, or ready and
+//     stopped);
+//   - model loading never wakes; outcome events never reply;
+//   - the record handed in is never changed.
+func TestProperties(t *testing.T) {
+	policy := DefaultPolicy()
+	pod, err := NewPod(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sequences, steps = 300, 120
+	for seed := uint64(1); seed <= sequences; seed++ {
+		r := rand.New(rand.NewPCG(seed, seed*7919))
+		rec := NewRecord("qwen")
+		now := time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
+		for i := 0; i < steps; i++ {
+			now = now.Add(randomStep(r, policy.Timings))
+			ev := randomEvent(r, rec, now)
+			before := rec
+			d, next, err := pod.Decide(rec, ev)
+			if err != nil {
+				t.Fatalf("seed %d step %d: %+v: %v", seed, i, ev, err)
+			}
+			if diff := cmp.Diff(before, rec); diff != "" {
+				t.Fatalf("seed %d step %d: record handed in changed:\n%s", seed, i, diff)
+			}
+			if err := CheckPlain(d.Text); err != nil {
+				t.Fatalf("seed %d step %d: reply %q: %v", seed, i, d.Text, err)
+			}
+			if strings.Contains(d.Text, "http") || strings.Contains(d.Text, "error") {
+				t.Fatalf("seed %d step %d: reply %q carries more than the pod name", seed, i, d.Text)
+			}
+			switch ev.Trigger {
+			case NotReady, ModelLoading:
+				if d.Reply == "" || d.Text == "" {
+					t.Fatalf("seed %d step %d: a turn got no reply", seed, i)
+				}
+			default:
+				if d.Reply != "" || d.Action != ActionNone {
+					t.Fatalf("seed %d step %d: outcome event decided %s/%s", seed, i, d.Action, d.Reply)
+				}
+			}
+			if d.Action == ActionWake {
+				if ev.Trigger != NotReady {
+					t.Fatalf("seed %d step %d: %s woke the pod", seed, i, ev.Trigger)
+				}
+				inWindow := !rec.WakeRequestedAt.IsZero() && now.Sub(rec.WakeRequestedAt) <= policy.Timings.WakeWindow
+				if inWindow && rec.Outcome == OutcomeNone {
+					t.Fatalf("seed %d step %d: a second wake inside the window with no outcome: %+v", seed, i, rec)
+				}
+				if !next.WakeRequestedAt.Equal(now) || next.Outcome != OutcomeNone || !next.ModelLoadingSince.IsZero() {
+					t.Fatalf("seed %d step %d: a wake must start a fresh clock: %+v", seed, i, next)
+				}
+			}
+			if ev.Lookup == LookupUnreadable && ev.Trigger == NotReady && d.Action != ActionWait {
+				t.Fatalf("seed %d step %d: UNREADABLE must wait", seed, i)
+			}
+			rec = next
+		}
+	}
+}
