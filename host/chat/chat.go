@@ -82,22 +82,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 // the wake policy (D4).
 func (s *Server) legacy(w http.ResponseWriter, ctx context.Context, req request) {
 	res, err := s.cfg.Agent.Process(ctx, req.SessionID, req.Message)
-	if err == nil || isHistoryError(err) {
-		s.logHistory(req.SessionID, err)
-		writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
-		return
+	if _, d, done := s.settle(w, ctx, req.SessionID, res, err); !done {
+		writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID})
 	}
-	nr, ok := wakeable(err)
-	if !ok {
-		s.failed(w, req.SessionID, err)
-		return
-	}
-	d, err := s.notReady(ctx, nr)
-	if err != nil {
-		s.failed(w, req.SessionID, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID})
 }
 
 // wait pins the chain's first provider. A turn that can run, runs; one that
@@ -106,19 +93,8 @@ func (s *Server) legacy(w http.ResponseWriter, ctx context.Context, req request)
 func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) {
 	provider := s.cfg.Agent.First()
 	res, err := s.cfg.Agent.ProcessOn(ctx, req.SessionID, req.Message, provider, s.cfg.NoResend)
-	if err == nil || isHistoryError(err) {
-		s.logHistory(req.SessionID, err)
-		writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
-		return
-	}
-	nr, ok := wakeable(err)
-	if !ok {
-		s.failed(w, req.SessionID, err)
-		return
-	}
-	d, err := s.notReady(ctx, nr)
-	if err != nil {
-		s.failed(w, req.SessionID, err)
+	nr, d, done := s.settle(w, ctx, req.SessionID, res, err)
+	if done {
 		return
 	}
 	rec, err := s.cfg.Wake.Record(nr.Pod)
@@ -135,6 +111,28 @@ func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID, PendingWake: wirePending(p)})
+}
+
+// settle answers a turn that reached a model (200) or failed plainly (502)
+// and reports done. A not-ready turn is left to the caller, with the wake
+// policy's decision, already acted on.
+func (s *Server) settle(w http.ResponseWriter, ctx context.Context, session string, res agent.Result, err error) (*resolve.NotReadyError, machines.Decision, bool) {
+	if err == nil || isHistoryError(err) {
+		s.logHistory(session, err)
+		writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: session})
+		return nil, machines.Decision{}, true
+	}
+	nr, ok := wakeable(err)
+	if !ok {
+		s.failed(w, session, err)
+		return nil, machines.Decision{}, true
+	}
+	d, err := s.notReady(ctx, nr)
+	if err != nil {
+		s.failed(w, session, err)
+		return nil, machines.Decision{}, true
+	}
+	return nr, d, false
 }
 
 // resume runs a held prompt once the model is freshly ready, on the pinned

@@ -93,12 +93,7 @@ func New(cfg Config) (*Client, error) {
 		c.startTimeout = DefaultStartTimeout
 	}
 	if c.http == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.Proxy = nil
-		c.http = &http.Client{
-			Transport:     t,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		c.http = pluginapi.NewHTTPClient()
 	}
 	if c.log == nil {
 		c.log = hclog.NewNullLogger()

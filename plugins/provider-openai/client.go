@@ -65,12 +65,7 @@ func New(cfg Config) (*Client, error) {
 		c.timeout = DefaultTimeout
 	}
 	if c.http == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.Proxy = nil
-		c.http = &http.Client{
-			Transport:     t,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		c.http = pluginapi.NewHTTPClient()
 	}
 	if c.log == nil {
 		c.log = hclog.NewNullLogger()
