@@ -252,7 +252,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Refused, func(r *Record) { r.WakeRequestedAt, r.Outcome = at(0), OutcomeStartFailed }),
 			ev:   notReady(at(time.Second), "EXITED"),
 			want: policyWant{ActionWake, ReplyWakeFailed,
-				"The last wake request never reached the conductor, so nothing is waking. Trying again — about 9 minutes.", false,
+				"The last wake request may not have reached the conductor. Trying again — about 9 minutes.", false,
 				rec(Waking, wokeAt(time.Second))},
 		},
 		{

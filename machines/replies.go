@@ -53,7 +53,7 @@ func DefaultReplies() map[ReplyKey]string {
 		ReplyReadyThenStopped: "The GPU woke and was ready at {{.ReadyAt}}, then stopped — it shuts down after {{.IdleMinutes}} idle minutes. Waking it again — about {{.ExpectedMinutes}} minutes.",
 		ReplyNeverReady:       "The wake requested at {{.WakeRequestedAt}} did not complete — the GPU never became ready. Waking it again — about {{.ExpectedMinutes}} minutes.",
 		ReplyRefused:          "The last wake request was refused by the conductor (HTTP {{.Status}}). Waking it again — about {{.ExpectedMinutes}} minutes.",
-		ReplyWakeFailed:       "The last wake request never reached the conductor, so nothing is waking. Trying again — about {{.ExpectedMinutes}} minutes.",
+		ReplyWakeFailed:       "The last wake request may not have reached the conductor. Trying again — about {{.ExpectedMinutes}} minutes.",
 		ReplyResumeWaiting:    "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU.",
 	}
 }

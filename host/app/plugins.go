@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
@@ -79,6 +80,7 @@ func (a *App) models(getenv func(string) string, simulate bool) (map[string]*res
 			r, ok := resolvers[key]
 			if !ok {
 				r = resolve.NewResolver(a.gpu, p.Pod, p.Path)
+				r.SetLookupTimeout(a.cfg.Conductor.LookupTimeout.Duration + time.Second)
 				resolvers[key] = r
 			}
 			if _, ok := pods[p.Pod]; !ok {

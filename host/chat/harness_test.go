@@ -52,7 +52,7 @@ const (
 	replyRewake        = "The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes."
 	replyLoading       = "The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly."
 	replyUnreadable    = "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes."
-	replyWakeFailed    = "The last wake request never reached the conductor, so nothing is waking. Trying again — about 9 minutes."
+	replyWakeFailed    = "The last wake request may not have reached the conductor. Trying again — about 9 minutes."
 	replyResumeWaiting = "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU."
 )
 

@@ -12,9 +12,9 @@ var errLookupPanicked = errors.New("pod lookup panicked")
 
 // flight lets concurrent callers share one conductor lookup: the first caller
 // runs it, the others wait for its answer. It is the one-key core of
-// golang.org/x/sync/singleflight. The lookup runs under the first caller's
-// context, as singleflight's does; a waiter whose own context ends stops
-// waiting and gets its context's error.
+// golang.org/x/sync/singleflight. The first caller runs the lookup (the
+// resolver gives it its own bounded context); a waiter whose own context
+// ends stops waiting and gets its context's error.
 type flight struct {
 	mu   sync.Mutex
 	call *flightCall

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -102,5 +103,31 @@ func TestCompleteNoResend(t *testing.T) {
 				t.Errorf("err = %v, want aborted provider error %v", err, tt.wantAborted)
 			}
 		})
+	}
+}
+
+// TestLookupIsBounded: a GPU plugin that never answers cannot hold a turn:
+// the shared lookup ends at the resolver's cap even when the caller's
+// context has no deadline, and its failure is a plain provider error.
+func TestLookupIsBounded(t *testing.T) {
+	gpu := &fakeGPU{getPod: func(ctx context.Context, _ string) (pluginapi.Pod, error) {
+		<-ctx.Done()
+		return pluginapi.Pod{}, ctx.Err()
+	}}
+	r := NewResolver(gpu, "qwen", "/v1")
+	r.SetLookupTimeout(20 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Current(context.Background())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		var pe *ProviderError
+		if !errors.As(err, &pe) {
+			t.Errorf("err = %v, want *ProviderError", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a hanging lookup held the caller past the cap")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -64,7 +65,8 @@ type Resolver struct {
 	pod  string
 	path string
 
-	flight flight
+	flight  flight
+	timeout time.Duration // cap on one shared lookup; see SetLookupTimeout
 
 	mu        sync.Mutex
 	held      Resolution // valid when hasHeld
@@ -78,7 +80,22 @@ type Resolver struct {
 // NewResolver returns a resolver for pod, whose model answers under path
 // (such as "/v1") on the pod's proxy URL.
 func NewResolver(gpu pluginapi.GPU, pod, path string) *Resolver {
-	return &Resolver{gpu: gpu, pod: pod, path: path}
+	return &Resolver{gpu: gpu, pod: pod, path: path, timeout: DefaultLookupTimeout}
+}
+
+// DefaultLookupTimeout caps one conductor lookup until SetLookupTimeout says
+// otherwise.
+const DefaultLookupTimeout = 10 * time.Second
+
+// SetLookupTimeout caps every conductor lookup at d, whatever the callers'
+// contexts allow: a GPU plugin that never answers must not hold a turn, its
+// session or the lookups that share it. Call it before the resolver is used.
+// The host sets lookup_timeout plus a second, so the plugin's own cap, which
+// says what happened, fires first.
+func (r *Resolver) SetLookupTimeout(d time.Duration) {
+	if d > 0 {
+		r.timeout = d
+	}
 }
 
 // Current returns the held ready resolution without asking the conductor.
@@ -142,7 +159,12 @@ func (r *Resolver) Lookup(ctx context.Context) (Resolution, error) {
 // ask runs one shared conductor lookup and records its answer.
 func (r *Resolver) ask(ctx context.Context) (Resolution, error) {
 	return r.flight.do(ctx, func() (Resolution, error) {
-		p, err := r.gpu.GetPod(ctx, r.pod)
+		// The lookup is shared: it must not end because its first caller
+		// went away, and it must end. Each caller still stops waiting when
+		// its own context ends.
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
+		defer cancel()
+		p, err := r.gpu.GetPod(lctx, r.pod)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if err != nil {

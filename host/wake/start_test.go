@@ -59,7 +59,7 @@ func TestStartOutcomes(t *testing.T) {
 			wantRec: machines.Record{Pod: "qwen", State: machines.Refused, WakeRequestedAt: t0,
 				Outcome: machines.OutcomeStartFailed},
 			wantReply: machines.ReplyWakeFailed,
-			wantText:  "The last wake request never reached the conductor, so nothing is waking. Trying again — about 9 minutes.",
+			wantText:  "The last wake request may not have reached the conductor. Trying again — about 9 minutes.",
 		},
 		{
 			name:     "panicking plugin",
@@ -68,7 +68,7 @@ func TestStartOutcomes(t *testing.T) {
 			wantRec: machines.Record{Pod: "qwen", State: machines.Refused, WakeRequestedAt: t0,
 				Outcome: machines.OutcomeStartFailed},
 			wantReply: machines.ReplyWakeFailed,
-			wantText:  "The last wake request never reached the conductor, so nothing is waking. Trying again — about 9 minutes.",
+			wantText:  "The last wake request may not have reached the conductor. Trying again — about 9 minutes.",
 		},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,144 @@
+package faulttest
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+// systemPrompt is [agent] system_prompt's default, the first message of
+// every completion.
+const systemPrompt = "You are a helpful assistant."
+
+// followUpMessage is the turn every row sends once its fault is gone.
+const followUpMessage = "follow-up"
+
+// history is what a completion request must carry for turns stored before
+// it and the message being sent: the system prompt, each stored turn's user
+// message and the model's echo of it, then msg.
+func history(stored []string, msg string) []message {
+	out := []message{{Role: "system", Content: systemPrompt}}
+	for _, m := range stored {
+		out = append(out, message{Role: "user", Content: m}, message{Role: "assistant", Content: echo(m)})
+	}
+	return append(out, message{Role: "user", Content: msg})
+}
+
+// checkFollowUp heals the conductor and the model, then sends a turn on
+// session: it must not be 409 (the fault's turn released the slot), it must
+// be the model's answer, and the model must have got exactly stored as the
+// session's history.
+func checkFollowUp(t *testing.T, h *host, session string, stored []string) {
+	t.Helper()
+	h.e.healthy()
+	before := h.e.model.count(routeComplete)
+	got := h.chat(t, session, followUpMessage)
+	if got.status == http.StatusConflict {
+		t.Fatalf("follow-up turn: 409 %s: the fault's turn did not release the session's slot", got.body)
+	}
+	if want := replyBody(session, echo(followUpMessage)); got.status != http.StatusOK || got.body != want {
+		t.Fatalf("follow-up turn: %d %q, want 200 %q", got.status, got.body, want)
+	}
+	reqs := h.e.model.requests(routeComplete)
+	if n := len(reqs) - before; n != 1 {
+		t.Fatalf("follow-up turn: %d completion requests, want 1", n)
+	}
+	if diff := cmp.Diff(history(stored, followUpMessage), reqs[len(reqs)-1].Messages); diff != "" {
+		t.Errorf("follow-up turn: the session's history sent to the model (-want +got):\n%s", diff)
+	}
+}
+
+// checkHealthz: the host still serves.
+func checkHealthz(t *testing.T, h *host) {
+	t.Helper()
+	got, err := h.send(http.MethodGet, "/healthz", nil, waitFor)
+	if err != nil {
+		t.Fatalf("GET /healthz: %v", err)
+	}
+	if want := `{"status":"ok"}` + "\n"; got.status != http.StatusOK || got.body != want {
+		t.Errorf("GET /healthz: %d %q, want 200 %q", got.status, got.body, want)
+	}
+}
+
+// checkLog runs over the whole log once every host of the row has stopped:
+// no turn panicked, and no line carries a secret. some says the hosts must
+// have logged something (a host that served did).
+func checkLog(t *testing.T, e *env, some bool) {
+	t.Helper()
+	lines := e.log.lines(t)
+	if some && len(lines) == 0 {
+		t.Fatal("the hosts logged nothing")
+	}
+	for _, l := range lines {
+		if l.Msg == "turn panicked" {
+			t.Errorf("a turn panicked: %s", l.Raw)
+		}
+		for _, secret := range []string{secretToken, secretKey} {
+			if strings.Contains(l.Raw, secret) {
+				t.Errorf("a log line carries %q: %s", secret, l.Raw)
+			}
+		}
+	}
+}
+
+// checkBodies: no response body carries a secret.
+func checkBodies(t *testing.T, e *env) {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.bodies) == 0 {
+		t.Fatal("no response body was recorded")
+	}
+	for _, b := range e.bodies {
+		for _, secret := range []string{secretToken, secretKey} {
+			if strings.Contains(b, secret) {
+				t.Errorf("a response body carries %q: %s", secret, b)
+			}
+		}
+	}
+}
+
+// checkSecretsInPlay: the secrets went where they belong and nowhere else,
+// so that their absence from logs and bodies means something. The token
+// goes with every start and only there; the key with every completion and
+// only there.
+func checkSecretsInPlay(t *testing.T, e *env) {
+	t.Helper()
+	for _, r := range e.cond.requests("") {
+		wantToken := ""
+		if r.Route == routeStart {
+			wantToken = secretToken
+		}
+		if r.Token != wantToken || r.Auth != "" {
+			t.Errorf("conductor %s: X-Rig-Operator-Token %q, Authorization %q; want %q and none", r.Route, r.Token, r.Auth, wantToken)
+		}
+	}
+	for _, r := range e.model.requests("") {
+		if r.Auth != "Bearer "+secretKey || r.Token != "" {
+			t.Errorf("model %s: Authorization %q, X-Rig-Operator-Token %q; want the bearer key and none", r.Route, r.Auth, r.Token)
+		}
+	}
+}
+
+// leakIgnores are the goroutines goleak may find that belong to no row.
+// There are none: goleak's defaults already leave out the test runner's own
+// goroutines (the parent test waiting in t.Run, the signal loop) and the
+// goroutine that calls it; everything else — the HTTP server, the plugin
+// clients and their gRPC connections, the wake watches, the test client's
+// connections and both test servers — is stopped by the time checkNoLeak
+// runs, and goleak retries for a while so that goroutines already on their
+// way out are not reported. An ignore added here must say whose goroutine it
+// is and why it may outlive Shutdown.
+var leakIgnores []goleak.Option
+
+// checkNoLeak: after Shutdown and with both servers closed, nothing the row
+// started is still running.
+func checkNoLeak(t *testing.T, e *env) {
+	t.Helper()
+	e.cond.close()
+	e.model.close()
+	goleak.VerifyNone(t, leakIgnores...)
+}
