@@ -32,8 +32,15 @@ demo: build
 	@echo
 	./$(BIN)/wakehost -simulate -config wake.toml -listen $(DEMO_LISTEN)
 
+# The benchmark harness (host/cmd/wakebench): builds the binaries, runs the
+# simulator in-process and the real host as a child, and prints one Markdown
+# table (medians of 5 runs, about 1.5 minutes), after the micro-benchmarks.
+# BENCH_FLAGS=-quick for a smoke test, BENCH_FLAGS='-out bench.md' to keep it.
+BENCH_FLAGS ?=
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./machines/ ./engine/
+	$(GO) test -run '^$$' -bench GetPod -benchmem ./host/supervisor/
+	$(GO) run ./host/cmd/wakebench $(BENCH_FLAGS)
 
 # Each fuzz target for FUZZTIME; their seed corpora also run in make test.
 FUZZTIME ?= 60s

@@ -321,3 +321,11 @@ func wholeMinutes(d time.Duration) int {
 
 // States lists the lifecycle's states in table order.
 func (p *Pod) States() []engine.State { return slices.Clone(p.machine.Table().States) }
+
+// Equal reports whether r and o hold the same facts (times compared as
+// instants, whatever their location or monotonic reading).
+func (r Record) Equal(o Record) bool {
+	return r.Pod == o.Pod && r.State == o.State && r.Outcome == o.Outcome && r.RefusedStatus == o.RefusedStatus &&
+		r.WakeRequestedAt.Equal(o.WakeRequestedAt) && r.ModelLoadingSince.Equal(o.ModelLoadingSince) &&
+		r.ReadyAt.Equal(o.ReadyAt)
+}

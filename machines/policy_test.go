@@ -526,3 +526,27 @@ func TestDescribe(t *testing.T) {
 		})
 	}
 }
+
+func TestRecordEqual(t *testing.T) {
+	a := rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(min) })
+	b := a
+	b.WakeRequestedAt = a.WakeRequestedAt.In(time.FixedZone("X", 3600))
+	if !a.Equal(b) {
+		t.Error("the same instants in another zone must be equal")
+	}
+	for name, change := range map[string]func(*Record){
+		"state":    func(r *Record) { r.State = Stuck },
+		"wake":     func(r *Record) { r.WakeRequestedAt = at(time.Second) },
+		"loading":  func(r *Record) { r.ModelLoadingSince = time.Time{} },
+		"outcome":  func(r *Record) { r.Outcome = OutcomeReady },
+		"ready at": func(r *Record) { r.ReadyAt = at(0) },
+		"status":   func(r *Record) { r.RefusedStatus = 409 },
+		"pod":      func(r *Record) { r.Pod = "other" },
+	} {
+		c := a
+		change(&c)
+		if a.Equal(c) {
+			t.Errorf("a change of %s must not be equal", name)
+		}
+	}
+}

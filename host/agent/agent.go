@@ -5,9 +5,10 @@
 //
 // It falls back to the next provider only on a failure that says it is
 // fallback-eligible; a not-ready error never is (D11), so it reaches the
-// chat handler, which runs the wake policy. A turn that did not reach a
-// model stores nothing. The agent does not log: the caller that handles an
-// error logs it once.
+// chat handler, which runs the wake policy. Storing an answered turn is the
+// caller's next step (Remember), so it can answer the user first; a turn
+// that did not reach a model is never stored. The agent does not log: the
+// caller that handles an error logs it once.
 package agent
 
 import (
@@ -99,7 +100,7 @@ func (a *Agent) Process(ctx context.Context, session, message string) (Result, e
 	for _, p := range a.cfg.Chain {
 		reply, err := p.Model.Complete(ctx, msgs)
 		if err == nil {
-			return a.store(session, message, Result{Reply: reply, Provider: p.Name})
+			return Result{Reply: reply, Provider: p.Name}, nil
 		}
 		last = fmt.Errorf("agent: %w", err)
 		if !fallbackEligible(err) || ctx.Err() != nil {
@@ -129,7 +130,7 @@ func (a *Agent) ProcessOn(ctx context.Context, session, message, provider string
 	if err != nil {
 		return Result{}, fmt.Errorf("agent: %w", err)
 	}
-	return a.store(session, message, Result{Reply: reply, Provider: provider})
+	return Result{Reply: reply, Provider: provider}, nil
 }
 
 // Model returns the named provider's model.
@@ -157,23 +158,18 @@ func (a *Agent) messages(session, message string) ([]pluginapi.Message, error) {
 	return append(msgs, pluginapi.Message{Role: "user", Content: message}), nil
 }
 
-func (a *Agent) store(session, message string, r Result) (Result, error) {
+// Remember stores an answered turn: the user's message and the model's
+// reply, whole or not at all. The caller keeps the session's slot until it
+// returns, so the next turn sees it.
+func (a *Agent) Remember(session, message string, r Result) error {
 	err := a.cfg.History.AppendTurn(session,
 		store.Message{Role: "user", Content: message},
 		store.Message{Role: "assistant", Content: r.Reply})
 	if err != nil {
-		// The model answered; losing the history must not lose the answer.
-		return r, &HistoryError{Err: err}
+		return fmt.Errorf("agent: storing the turn: %w", err)
 	}
-	return r, nil
+	return nil
 }
-
-// HistoryError says a turn was answered but could not be stored. The reply
-// in the Result is still good.
-type HistoryError struct{ Err error }
-
-func (e *HistoryError) Error() string { return "agent: storing the turn: " + e.Err.Error() }
-func (e *HistoryError) Unwrap() error { return e.Err }
 
 // fallbackEligible reports whether err lets the chain try the next provider.
 // An error that does not say is not eligible.

@@ -78,6 +78,11 @@ func TestProcessFallback(t *testing.T) {
 			h := &memHistory{}
 			ag := New(Config{Chain: []Provider{{"a", a}, {"b", b}}, History: h, HistoryMessages: 20})
 			res, err := ag.Process(context.Background(), "s1", "hi")
+			if err == nil {
+				if err := ag.Remember("s1", "hi", res); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if res.Provider != tt.wantProvider {
 				t.Errorf("provider = %q, want %q (err %v)", res.Provider, tt.wantProvider, err)
 			}
@@ -102,8 +107,15 @@ func TestMessagesCarryPromptAndHistory(t *testing.T) {
 		{Role: "user", Content: "q1"}, {Role: "assistant", Content: "r1"},
 	}}}
 	ag := New(Config{Chain: []Provider{{"a", m}}, History: h, SystemPrompt: "be brief", HistoryMessages: 2})
-	if _, err := ag.Process(context.Background(), "s1", "q2"); err != nil {
+	res, err := ag.Process(context.Background(), "s1", "q2")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := ag.Remember("s1", "q2", res); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(h.turns["s1"]); got != 6 {
+		t.Errorf("%d messages stored, want 6", got)
 	}
 	want := []pluginapi.Message{
 		{Role: "system", Content: "be brief"},
@@ -145,12 +157,14 @@ func TestProcessOn(t *testing.T) {
 	}
 }
 
-func TestHistoryErrorKeepsTheAnswer(t *testing.T) {
+func TestRememberError(t *testing.T) {
 	ag := New(Config{Chain: []Provider{{"a", &fakeModel{reply: "r"}}}, History: &memHistory{appendErr: fmt.Errorf("disk full")}})
 	res, err := ag.Process(context.Background(), "s1", "q")
-	var he *HistoryError
-	if !errors.As(err, &he) || res.Reply != "r" {
-		t.Errorf("got %+v, %v; want the reply and a *HistoryError", res, err)
+	if err != nil || res.Reply != "r" {
+		t.Fatalf("got %+v, %v", res, err)
+	}
+	if err := ag.Remember("s1", "q", res); err == nil {
+		t.Error("a failed store must be an error")
 	}
 }
 

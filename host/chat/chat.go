@@ -55,11 +55,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if req.SessionID == "" {
 		req.SessionID = s.cfg.NewToken()
 	}
-	if !s.take(req.SessionID) {
+	if !s.slots.take(r.Context(), req.SessionID) {
 		writeError(w, http.StatusConflict, "a turn is already in flight for this session")
 		return
 	}
-	defer s.release(req.SessionID)
+	defer s.slots.release(req.SessionID)
 	defer func() {
 		if p := recover(); p != nil {
 			// A crashing provider, plugin adapter or store never takes the host
@@ -82,7 +82,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 // the wake policy (D4).
 func (s *Server) legacy(w http.ResponseWriter, ctx context.Context, req request) {
 	res, err := s.cfg.Agent.Process(ctx, req.SessionID, req.Message)
-	if _, d, done := s.settle(w, ctx, req.SessionID, res, err); !done {
+	if _, d, done := s.settle(w, ctx, req, res, err); !done {
 		writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID})
 	}
 }
@@ -93,7 +93,7 @@ func (s *Server) legacy(w http.ResponseWriter, ctx context.Context, req request)
 func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) {
 	provider := s.cfg.Agent.First()
 	res, err := s.cfg.Agent.ProcessOn(ctx, req.SessionID, req.Message, provider, s.cfg.NoResend)
-	nr, d, done := s.settle(w, ctx, req.SessionID, res, err)
+	nr, d, done := s.settle(w, ctx, req, res, err)
 	if done {
 		return
 	}
@@ -116,10 +116,10 @@ func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) {
 // settle answers a turn that reached a model (200) or failed plainly (502)
 // and reports done. A not-ready turn is left to the caller, with the wake
 // policy's decision, already acted on.
-func (s *Server) settle(w http.ResponseWriter, ctx context.Context, session string, res agent.Result, err error) (*resolve.NotReadyError, machines.Decision, bool) {
-	if err == nil || isHistoryError(err) {
-		s.logHistory(session, err)
-		writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: session})
+func (s *Server) settle(w http.ResponseWriter, ctx context.Context, req request, res agent.Result, err error) (*resolve.NotReadyError, machines.Decision, bool) {
+	session := req.SessionID
+	if err == nil {
+		s.answered(w, req, res)
 		return nil, machines.Decision{}, true
 	}
 	nr, ok := wakeable(err)
@@ -171,9 +171,8 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 		return
 	}
 	res, err := s.cfg.Agent.ProcessOn(ctx, req.SessionID, req.Message, p.Provider, s.cfg.Once)
-	if err == nil || isHistoryError(err) {
-		s.logHistory(req.SessionID, err)
-		writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
+	if err == nil {
+		s.answered(w, req, res)
 		return
 	}
 	var nr *resolve.NotReadyError
@@ -274,14 +273,17 @@ func (s *Server) failed(w http.ResponseWriter, session string, err error) {
 	writeProviderFailed(w)
 }
 
-func isHistoryError(err error) bool {
-	var he *agent.HistoryError
-	return errors.As(err, &he)
-}
-
-func (s *Server) logHistory(session string, err error) {
-	if err != nil {
-		s.cfg.Logger.Error("the turn was answered but not stored", "session", session, "err", logErr{err})
+// answered sends a model's reply, then stores the turn before the session's
+// slot is released: the user gets the answer without waiting for the disk,
+// and the session's next turn (which waits for the slot) sees it in its
+// history.
+func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) {
+	writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
+	if err := http.NewResponseController(w).Flush(); err == nil {
+		s.slots.finish(req.SessionID)
+	}
+	if err := s.cfg.Agent.Remember(req.SessionID, req.Message, res); err != nil {
+		s.cfg.Logger.Error("the turn was answered but not stored", "session", req.SessionID, "err", logErr{err})
 	}
 }
 

@@ -89,7 +89,8 @@ type harness struct {
 	logs     *logSink
 	models   map[string]agent.Model
 	tokens   atomic.Int64
-	api      *api // the server whose chain is ["a"]
+	api      *api           // the server whose chain is ["a"]
+	servers  []*chat.Server // every server, for Wait
 }
 
 // newHarness builds the parts with the pod asleep and serves chain ["a"].
@@ -175,7 +176,9 @@ func (h *harness) serve(t *testing.T, chain []string, mod func(*chat.Config)) *a
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv := httptest.NewServer(chat.New(cfg).Handler())
+	cs := chat.New(cfg)
+	h.servers = append(h.servers, cs)
+	srv := httptest.NewServer(cs.Handler())
 	t.Cleanup(srv.Close)
 	return &api{t: t, url: srv.URL, client: srv.Client()}
 }
@@ -232,6 +235,14 @@ func (h *harness) advance(t *testing.T, d time.Duration) {
 
 func (h *harness) history(t *testing.T, session string) []store.Message {
 	t.Helper()
+	// An answered turn stores itself after its reply: wait for it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, cs := range h.servers {
+		if err := cs.Wait(ctx, session); err != nil {
+			t.Fatalf("waiting for session %s: %v", session, err)
+		}
+	}
 	msgs, err := h.store.History(session, 100)
 	if err != nil {
 		t.Fatalf("History(%s): %v", session, err)

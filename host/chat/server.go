@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
-	"sync"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
@@ -64,7 +63,7 @@ type OnceFunc = func(m agent.Model, ctx context.Context, msgs []pluginapi.Messag
 // Server serves wake-on-chat's HTTP API.
 type Server struct {
 	cfg   Config
-	slots sync.Map // session id -> struct{}: the single in-flight turn per session
+	slots slots // the single in-flight turn per session
 }
 
 // New returns a Server for cfg.
@@ -115,6 +114,13 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// Wait returns when session has no turn in flight: a turn that answered
+// stores itself after its reply is sent, before its slot is released. For
+// callers that read a session's history outside a turn.
+func (s *Server) Wait(ctx context.Context, session string) error {
+	return s.slots.wait(ctx, session)
+}
+
 // allow answers 405 unless r uses method (HEAD goes with GET).
 func allow(w http.ResponseWriter, r *http.Request, method string) bool {
 	if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
@@ -124,14 +130,6 @@ func allow(w http.ResponseWriter, r *http.Request, method string) bool {
 	writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use "+method)
 	return false
 }
-
-// take claims session's in-flight slot.
-func (s *Server) take(session string) bool {
-	_, busy := s.slots.LoadOrStore(session, struct{}{})
-	return !busy
-}
-
-func (s *Server) release(session string) { s.slots.Delete(session) }
 
 func randomToken() string {
 	var b [16]byte

@@ -7,8 +7,8 @@
 //
 // Sim is a test and demo fixture. It must never be wired into a production
 // path: it answers every request without authentication, it invents pod ids, and
-// its model only echoes. Nothing outside tests, the -simulate flag and the demo
-// may import it.
+// its model only echoes. Nothing outside tests, the -simulate flag, the demo
+// and the benchmark harness (host/cmd/wakebench) may import it.
 //
 // # Phases
 //

@@ -255,6 +255,11 @@ func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (mach
 	if err != nil {
 		return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: decide %s for pod %s: %w", ev.Trigger, rec.Pod, err)
 	}
+	if next.Equal(rec) {
+		// Most asks in a window change nothing ("still waking"): a write,
+		// and its fsync, would only slow every reply down.
+		return d, next, nil
+	}
 	if err := c.records.PutRecord(next); err != nil {
 		return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: store record of pod %s: %w", rec.Pod, err)
 	}

@@ -352,3 +352,26 @@ func TestCloseBoundedByContext(t *testing.T) {
 		t.Errorf("an abandoned start's outcome was recorded (-want +got):\n%s", diff)
 	}
 }
+
+// TestUnchangedRecordNotWritten: an ask that changes nothing (still waking)
+// writes nothing; one that changes the record writes it once.
+func TestUnchangedRecordNotWritten(t *testing.T) {
+	e := newEnv(t, wake.Config{})
+	caps := &fakeCaps{}
+	e.notReady(t, caps)
+	e.logs.wait(t, acceptedLine)
+	puts := e.recs.putCount()
+	e.clk.Advance(3 * time.Minute)
+	if d := e.notReady(t, caps); d.Reply != machines.ReplyStillWaking {
+		t.Fatalf("reply %s, want still_waking", d.Reply)
+	}
+	if got := e.recs.putCount(); got != puts {
+		t.Errorf("a still-waking ask wrote the record (%d writes, want %d)", got, puts)
+	}
+	if _, err := e.c.NotReady(context.Background(), "qwen", "RUNNING", machines.LookupFound, true, caps); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.recs.putCount(); got != puts+1 {
+		t.Errorf("a loading ask wrote %d times, want once", got-puts)
+	}
+}

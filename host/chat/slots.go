@@ -1,0 +1,84 @@
+package chat
+
+import (
+	"context"
+	"sync"
+)
+
+// slots holds the single in-flight turn of each session. A turn that has
+// sent its reply and is storing it is finishing: the session's next turn
+// waits for it (the user can only have seen the reply) instead of being
+// turned away, and then sees the stored turn in its history.
+type slots struct {
+	mu sync.Mutex
+	m  map[string]*slot
+}
+
+type slot struct {
+	finishing bool
+	done      chan struct{}
+}
+
+// take claims session's slot. It fails at once while another turn runs,
+// and waits (until ctx ends) while one is finishing.
+func (s *slots) take(ctx context.Context, session string) bool {
+	for {
+		s.mu.Lock()
+		if s.m == nil {
+			s.m = make(map[string]*slot)
+		}
+		sl, busy := s.m[session]
+		if !busy {
+			s.m[session] = &slot{done: make(chan struct{})}
+			s.mu.Unlock()
+			return true
+		}
+		finishing, done := sl.finishing, sl.done
+		s.mu.Unlock()
+		if !finishing {
+			return false
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// finish marks session's turn as replied to: only storing it remains.
+func (s *slots) finish(session string) {
+	s.mu.Lock()
+	if sl, ok := s.m[session]; ok {
+		sl.finishing = true
+	}
+	s.mu.Unlock()
+}
+
+// release frees session's slot and wakes any turn waiting for it.
+func (s *slots) release(session string) {
+	s.mu.Lock()
+	sl, ok := s.m[session]
+	delete(s.m, session)
+	s.mu.Unlock()
+	if ok {
+		close(sl.done)
+	}
+}
+
+// wait returns when session has no turn in flight, or ctx ends.
+func (s *slots) wait(ctx context.Context, session string) error {
+	for {
+		s.mu.Lock()
+		sl, busy := s.m[session]
+		s.mu.Unlock()
+		if !busy {
+			return nil
+		}
+		select {
+		case <-sl.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

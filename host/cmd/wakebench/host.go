@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The bench's provider reads its API key from keyEnv, which the harness sets
+// in the host's environment and nowhere else. The simulator takes any key.
+const (
+	keyEnv   = "WAKEBENCH_QWEN_KEY"
+	benchKey = "wakebench-key"
+)
+
+// The binaries the harness builds, as `make build` does.
+var commands = []string{
+	"./host/cmd/wakehost",
+	"./plugins/conductor/cmd/wake-plugin-conductor",
+	"./plugins/provider-openai/cmd/wake-plugin-provider-openai",
+}
+
+// The plugins' binary names, as wake.toml names them by default.
+const (
+	conductorPlugin = "wake-plugin-conductor"
+	providerPlugin  = "wake-plugin-provider-openai"
+)
+
+// Bounds on waiting for a host.
+const (
+	readyzWithin = 30 * time.Second // start to /readyz 200
+	readyzPoll   = 2 * time.Millisecond
+	exitWithin   = 20 * time.Second // SIGTERM to exit, then SIGKILL
+)
+
+// moduleRoot is the directory of the main module's go.mod, found with the go
+// command from the working directory.
+func moduleRoot(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", errors.New("not inside the module: run wakebench from the repository (go run ./host/cmd/wakebench)")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// buildBinaries builds the host and both plugins into dir.
+func buildBinaries(ctx context.Context, root, dir string) error {
+	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, commands...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// hostSpec is what varies between the hosts the bench starts. Zero fields
+// keep wake.toml's defaults.
+type hostSpec struct {
+	conductorURL string
+	startTimeout time.Duration // [conductor] start_timeout; default 3s
+	watchPoll    time.Duration // [timings] watch_poll; default 60s
+}
+
+// writeConfig writes dir/wake.toml for spec: the simulator as the conductor,
+// the plugins from binDir, the store in dir/data, and one provider whose key
+// is in keyEnv. Every other key keeps its default.
+func writeConfig(dir, binDir, listen string, spec hostSpec) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[server]\nlisten = %s\ndata_dir = %s\n\n", strconv.Quote(listen), strconv.Quote("data"))
+	fmt.Fprintf(&b, "[plugins]\ndir = %s\n\n", strconv.Quote(binDir))
+	fmt.Fprintf(&b, "[conductor]\nurl = %s\n", strconv.Quote(spec.conductorURL))
+	if spec.startTimeout > 0 {
+		fmt.Fprintf(&b, "start_timeout = %s\n", strconv.Quote(spec.startTimeout.String()))
+	}
+	if spec.watchPoll > 0 {
+		fmt.Fprintf(&b, "\n[timings]\nwatch_poll = %s\n", strconv.Quote(spec.watchPoll.String()))
+	}
+	fmt.Fprintf(&b, "\n[[providers]]\nname = \"qwen\"\nplugin = %s\npod = \"qwen\"\npath = \"/v1\"\nmodel = \"qwen\"\napi_key_env = %s\n",
+		strconv.Quote(providerPlugin), strconv.Quote(keyEnv))
+	b.WriteString("\n[agent]\nproviders = [\"qwen\"]\n")
+	path := filepath.Join(dir, "wake.toml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return "", fmt.Errorf("writing wake.toml: %w", err)
+	}
+	return path, nil
+}
+
+// freePort returns a loopback address with a port nobody listened on a
+// moment ago.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	return addr, nil
+}
+
+// host is a wakehost child process.
+type host struct {
+	cmd     *exec.Cmd
+	base    string // http://127.0.0.1:PORT
+	logPath string
+	client  *http.Client
+	startup time.Duration // process start to the first /readyz 200
+	exited  chan struct{} // closed when the process has been waited for
+	waitErr error         // valid once exited is closed
+	stopped bool
+}
+
+// startHost writes a config for spec into a new directory under work,
+// starts wakehost on a free loopback port with only keyEnv in its
+// environment, and waits until /readyz answers 200.
+func startHost(ctx context.Context, work, binDir string, spec hostSpec) (*host, error) {
+	dir, err := os.MkdirTemp(work, "host-")
+	if err != nil {
+		return nil, fmt.Errorf("host directory: %w", err)
+	}
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := writeConfig(dir, binDir, addr, spec)
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, "wakehost.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("host log: %w", err)
+	}
+	defer logf.Close() // the child has its own descriptor
+
+	cmd := exec.Command(filepath.Join(binDir, "wakehost"), "-config", cfg, "-listen", addr, "-log-format", "json")
+	cmd.Env = []string{keyEnv + "=" + benchKey}
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = dir
+	setPdeathsig(cmd)
+	h := &host{cmd: cmd, base: "http://" + addr, logPath: logPath, client: newClient(), exited: make(chan struct{})}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting wakehost: %w", err)
+	}
+	go func() {
+		h.waitErr = cmd.Wait()
+		close(h.exited)
+	}()
+	if err := h.awaitReady(ctx, t0); err != nil {
+		h.stop()
+		return nil, fmt.Errorf("%w\n%s", err, h.logTail(20))
+	}
+	return h, nil
+}
+
+// awaitReady polls /readyz until it answers 200, the process exits, or
+// readyzWithin passes, and records the startup time from t0.
+func (h *host) awaitReady(ctx context.Context, t0 time.Time) error {
+	deadline := t0.Add(readyzWithin)
+	for time.Now().Before(deadline) {
+		select {
+		case <-h.exited:
+			return fmt.Errorf("wakehost exited before /readyz answered 200: %v", h.waitErr)
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		status, _, _, err := roundTrip(rctx, h.client, http.MethodGet, h.base+"/readyz", nil, nil)
+		cancel()
+		if err == nil && status == http.StatusOK {
+			h.startup = time.Since(t0)
+			return nil
+		}
+		time.Sleep(readyzPoll)
+	}
+	return fmt.Errorf("wakehost: /readyz not 200 within %v", readyzWithin)
+}
+
+// stop sends SIGTERM and waits for the process, killing it after
+// exitWithin. It reports an exit that was not clean.
+func (h *host) stop() error {
+	if h.stopped {
+		return nil
+	}
+	h.stopped = true
+	defer h.client.CloseIdleConnections()
+	select {
+	case <-h.exited:
+		return fmt.Errorf("wakehost had already exited: %v", h.waitErr)
+	default:
+	}
+	if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return fmt.Errorf("signalling wakehost: %w", err)
+	}
+	select {
+	case <-h.exited:
+		if h.waitErr != nil {
+			return fmt.Errorf("wakehost exited after SIGTERM: %v\n%s", h.waitErr, h.logTail(10))
+		}
+		return nil
+	case <-time.After(exitWithin):
+		_ = h.cmd.Process.Kill()
+		<-h.exited
+		return fmt.Errorf("wakehost still running %v after SIGTERM; killed", exitWithin)
+	}
+}
+
+// log is the host's log so far (the host's own JSON lines and its plugins'
+// forwarded ones).
+func (h *host) log() string {
+	b, err := os.ReadFile(h.logPath)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// logTail is the last n lines of the host's log, for an error message.
+func (h *host) logTail(n int) string {
+	lines := strings.Split(strings.TrimRight(h.log(), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "wakehost log (last lines):\n" + strings.Join(lines, "\n")
+}
+
+// footprint is the resident memory of a host and its plugins, in KiB.
+type footprint struct {
+	host, conductor, provider int64
+}
+
+// footprint reads VmRSS of the host and of its plugin children.
+func (h *host) footprint() (footprint, error) {
+	pid := h.cmd.Process.Pid
+	var fp footprint
+	var err error
+	if fp.host, err = vmRSS(pid); err != nil {
+		return fp, err
+	}
+	kids, err := children(pid)
+	if err != nil {
+		return fp, err
+	}
+	for name, kid := range kids {
+		rss, err := vmRSS(kid)
+		if err != nil {
+			return fp, err
+		}
+		switch name {
+		case conductorPlugin:
+			fp.conductor = rss
+		case providerPlugin:
+			fp.provider = rss
+		}
+	}
+	if fp.conductor == 0 || fp.provider == 0 {
+		return fp, fmt.Errorf("plugin processes of wakehost %d not found (children: %v)", pid, kids)
+	}
+	return fp, nil
+}
+
+// vmRSS is the VmRSS line of /proc/PID/status, in KiB.
+func vmRSS(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("reading memory of process %d: %w", pid, err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest) // "12345 kB"
+			if len(f) == 2 && f[1] == "kB" {
+				return strconv.ParseInt(f[0], 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// children maps the executable name of each child of pid to its pid, from
+// the parent pid in /proc/*/stat.
+func children(pid int) (map[string]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("listing processes: %w", err)
+	}
+	kids := map[string]int{}
+	for _, e := range entries {
+		kid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone since the listing
+		}
+		if ppid, ok := parentPID(stat); !ok || ppid != pid {
+			continue
+		}
+		name := ""
+		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil {
+			name = filepath.Base(exe)
+		}
+		kids[name] = kid
+	}
+	return kids, nil
+}
+
+// parentPID reads the ppid from the contents of /proc/PID/stat: the second
+// field after the command name, which is in parentheses and may itself hold
+// spaces and parentheses.
+func parentPID(stat []byte) (int, bool) {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(stat[i+1:])) // state ppid ...
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}

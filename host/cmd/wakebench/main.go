@@ -1,0 +1,258 @@
+// Command wakebench is wake-on-chat's benchmark harness, run by `make bench`.
+// It builds wakehost and both plugins, runs the simulator of the conductor and
+// the model inside its own process on loopback, starts the real host as a
+// child process against it, and prints one Markdown table:
+//
+//  1. the asleep path's reply latency, while the start request is held open;
+//  2. what the host adds to a completion on a ready pod, measured side by
+//     side with the same completion sent straight to the model;
+//  3. a burst of concurrent asks on an asleep pod: one start, every reply;
+//  4. how soon GET /api/pods/{name} says "ready" once the model answers;
+//  5. the processes' resident memory and the host's start-up time.
+//
+// Each figure is the median of -runs runs, each on a fresh simulator and a
+// fresh host.
+//
+//	go run ./host/cmd/wakebench [-runs 5] [-quick] [-out FILE]
+//
+// It builds with the go command on PATH, from the module of the working
+// directory. It talks to 127.0.0.1 only, bounds every loop in count and time,
+// and leaves nothing running: each host gets SIGTERM (and the kernel kills it
+// if the harness dies first). The table says whether each target was met;
+// the exit status is non-zero only when something could not be measured.
+// `make test` does not run it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/sim"
+)
+
+// plan is how much the bench measures.
+type plan struct {
+	runs        int // per measurement; each figure is their median
+	seqAsks     int // measurement 1 at concurrency 1
+	concAsks    int // measurement 1 at concurrency `concurrency`
+	concurrency int
+	readyPairs  int // measurement 2: turns through the host, and as many direct
+	warmup      int // measurement 2: pairs before measuring
+	burst       int // measurement 3
+}
+
+var (
+	fullPlan  = plan{runs: 5, seqAsks: 200, concAsks: 2000, concurrency: 64, readyPairs: 1000, warmup: 100, burst: 1000}
+	quickPlan = plan{runs: 2, seqAsks: 50, concAsks: 400, concurrency: 64, readyPairs: 200, warmup: 20, burst: 1000}
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "wakebench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	runs := flag.Int("runs", 0, "runs per measurement, each figure their median (default 5; 2 with -quick)")
+	quick := flag.Bool("quick", false, "a smoke test: fewer runs and requests")
+	out := flag.String("out", "", "also write the table to this file")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", flag.Args())
+	}
+	p := fullPlan
+	if *quick {
+		p = quickPlan
+	}
+	switch {
+	case *runs < 0:
+		return fmt.Errorf("-runs must be positive, not %d", *runs)
+	case *runs > 0:
+		p.runs = *runs
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	began, loadBefore := time.Now(), loadAvg()
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "wakebench-")
+	if err != nil {
+		return fmt.Errorf("work directory: %w", err)
+	}
+	defer os.RemoveAll(work)
+	b := &harness{plan: p, work: work, binDir: filepath.Join(work, "bin")}
+	b.progressf("building wakehost and the plugins")
+	if err := buildBinaries(ctx, root, b.binDir); err != nil {
+		return err
+	}
+	rows, err := b.measure(ctx)
+	if err != nil {
+		return err
+	}
+	table := renderTable(header(p, *quick, time.Now(), loadBefore, loadAvg(), fsType(work)), rows)
+	fmt.Print(table)
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(table), 0o644); err != nil {
+			return fmt.Errorf("-out: %w", err)
+		}
+	}
+	b.progressf("done in %v", time.Since(began).Round(time.Second))
+	return nil
+}
+
+// harness runs the measurements.
+type harness struct {
+	plan   plan
+	work   string // a temporary directory, removed at the end
+	binDir string // the binaries built from the module
+}
+
+// progressf reports progress on standard error; the table goes to standard
+// output.
+func (b *harness) progressf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "wakebench: "+format+"\n", args...)
+}
+
+// measure runs every measurement -runs times and returns the table's rows.
+func (b *harness) measure(ctx context.Context) ([]row, error) {
+	p := b.plan
+	var startups []time.Duration
+	var fps [3][]footprint // after measurements 1, 2 and 3
+
+	var asleep []asleepRun
+	for i := range p.runs {
+		r, err := b.asleep(ctx, i)
+		if err != nil {
+			return nil, fmt.Errorf("measurement 1 (asleep path), run %d: %w", i+1, err)
+		}
+		b.progressf("1 asleep path, run %d/%d: concurrency 1 p99 %s, concurrency %d p99 %s, starts %d",
+			i+1, p.runs, ms(r.seq.p99), p.concurrency, ms(r.conc.p99), r.starts)
+		asleep, startups, fps[0] = append(asleep, r), append(startups, r.startup), append(fps[0], r.fp)
+	}
+	var ready []readyRun
+	for i := range p.runs {
+		r, err := b.ready(ctx, i)
+		if err != nil {
+			return nil, fmt.Errorf("measurement 2 (ready path), run %d: %w", i+1, err)
+		}
+		b.progressf("2 ready path, run %d/%d: host p50 %s, direct p50 %s, added %s",
+			i+1, p.runs, ms(r.host.p50), ms(r.direct.p50), us(r.added.p50))
+		ready, startups, fps[1] = append(ready, r), append(startups, r.startup), append(fps[1], r.fp)
+	}
+	var bursts []burstRun
+	for i := range p.runs {
+		r, err := b.burst(ctx, i)
+		if err != nil {
+			return nil, fmt.Errorf("measurement 3 (burst), run %d: %w", i+1, err)
+		}
+		b.progressf("3 burst, run %d/%d: %d replies 200, starts %d, wall %s", i+1, p.runs, r.ok, r.starts, ms(r.wall))
+		bursts, startups, fps[2] = append(bursts, r), append(startups, r.startup), append(fps[2], r.fp)
+	}
+	var readiness [2][]readinessRun // watch_poll default (60s), short
+	for i := range p.runs {
+		for k, poll := range []time.Duration{0, shortWatchPoll} {
+			r, err := b.readiness(ctx, i, p.runs, poll)
+			if err != nil {
+				return nil, fmt.Errorf("measurement 4 (readiness, watch_poll %v), run %d: %w", watchPollName(poll), i+1, err)
+			}
+			b.progressf("4 readiness, watch_poll %v, run %d/%d: lag %s", watchPollName(poll), i+1, p.runs, ms(r.lag))
+			readiness[k], startups = append(readiness[k], r), append(startups, r.startup)
+		}
+	}
+
+	var rows []row
+	rows = append(rows, asleepRows(p, asleep)...)
+	rows = append(rows, readyRows(p, ready)...)
+	rows = append(rows, burstRows(p, bursts)...)
+	rows = append(rows, readinessRows(readiness[0], readiness[1])...)
+	rows = append(rows, footprintRows(fps, startups)...)
+	return rows, nil
+}
+
+// shortWatchPoll is measurement 4's short [timings] watch_poll.
+const shortWatchPoll = time.Second
+
+// watchPollName names a watch_poll, 0 meaning the default.
+func watchPollName(poll time.Duration) string {
+	if poll == 0 {
+		return fmt.Sprintf("%gs (default)", defaultWatchPoll.Seconds())
+	}
+	return fmt.Sprintf("%gs", poll.Seconds())
+}
+
+// startSim starts a simulator on loopback.
+func startSim(cfg sim.Config) (*sim.Sim, error) {
+	s := sim.New(cfg)
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// startPair starts a simulator for cfg and a host whose conductor it is.
+func (b *harness) startPair(ctx context.Context, cfg sim.Config, spec hostSpec) (*sim.Sim, *host, error) {
+	s, err := startSim(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec.conductorURL = s.URL()
+	h, err := startHost(ctx, b.work, b.binDir, spec)
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s, h, nil
+}
+
+// header is the line above the table: when, on what, how busy the machine
+// was (the 1-minute load average before and after), where the hosts' stores
+// were, and how the figures were made.
+func header(p plan, quick bool, now time.Time, loadBefore, loadAfter, storeFS string) string {
+	mode := ""
+	if quick {
+		mode = " (-quick: fewer requests)"
+	}
+	return fmt.Sprintf("wakebench %s · %d cores · %s memory · %s %s/%s · load average %s → %s · stores on %s · each figure the median of %d runs%s",
+		now.UTC().Format("2006-01-02 15:04 UTC"), runtime.NumCPU(), memTotal(), runtime.Version(),
+		runtime.GOOS, runtime.GOARCH, loadBefore, loadAfter, storeFS, p.runs, mode)
+}
+
+// loadAvg is the 1-minute load average from /proc/loadavg, or "unknown".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
+}
+
+// memTotal is MemTotal from /proc/meminfo in GiB, or "unknown".
+func memTotal() string {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return "unknown"
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			if f := strings.Fields(rest); len(f) == 2 {
+				if kib, err := strconv.ParseInt(f[0], 10, 64); err == nil {
+					return fmt.Sprintf("%.1f GiB", float64(kib)/(1<<20))
+				}
+			}
+		}
+	}
+	return "unknown"
+}
