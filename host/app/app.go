@@ -132,11 +132,14 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		WatchPoll: cfg.Timings.WatchPoll.Duration, WakeWatch: cfg.Timings.WakeWatch.Duration,
 		ReadySlack: cfg.Timings.ReadySlack.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
 	})
+	// A wake in flight when the host stopped is watched again, with the
+	// same capabilities a not-ready error carries for its pod. A pod no
+	// longer configured is left alone.
 	if err := a.coord.Resume(func(p string) wake.Capabilities {
 		if _, ok := pods[p]; !ok {
 			return nil
 		}
-		return resolve.NewNotReadyError(p, resolve.Resolution{}, false, a.gpu)
+		return resolve.PodCapabilities(p, a.gpu)
 	}); err != nil {
 		return nil, fmt.Errorf("resuming wake watches: %w", err)
 	}

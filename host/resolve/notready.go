@@ -66,18 +66,37 @@ func NewNotReadyError(pod string, res Resolution, modelLoading bool, gpu plugina
 		e.UserMessage = LoadingMessage
 	}
 	if gpu != nil {
-		e.wake = func(ctx context.Context) pluginapi.StartResult {
-			r, err := gpu.StartPod(ctx, pod)
-			if err != nil {
-				return pluginapi.StartResult{Requested: false, Error: errorClass(err)}
-			}
-			return r
-		}
-		e.readPod = func(ctx context.Context) (pluginapi.Pod, error) {
-			return gpu.GetPod(ctx, pod)
-		}
+		e.wake, e.readPod = capabilities(pod, gpu)
 	}
 	return e
+}
+
+// Capabilities is what a not-ready error can do to its pod.
+type Capabilities interface {
+	Wake(ctx context.Context) pluginapi.StartResult
+	ReadPod(ctx context.Context) (pluginapi.Pod, error)
+}
+
+// PodCapabilities binds Wake and ReadPod to pod, as a not-ready error does,
+// without an error: the host resumes the watch of a wake that was in flight
+// when it stopped with them.
+func PodCapabilities(pod string, gpu pluginapi.GPU) Capabilities {
+	return NewNotReadyError(pod, Resolution{}, false, gpu)
+}
+
+// capabilities are the Wake and ReadPod functions bound to pod.
+func capabilities(pod string, gpu pluginapi.GPU) (func(context.Context) pluginapi.StartResult, func(context.Context) (pluginapi.Pod, error)) {
+	wake := func(ctx context.Context) pluginapi.StartResult {
+		r, err := gpu.StartPod(ctx, pod)
+		if err != nil {
+			return pluginapi.StartResult{Requested: false, Error: errorClass(err)}
+		}
+		return r
+	}
+	readPod := func(ctx context.Context) (pluginapi.Pod, error) {
+		return gpu.GetPod(ctx, pod)
+	}
+	return wake, readPod
 }
 
 func (e *NotReadyError) Error() string {
