@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
 
 // TestConcurrentAsksWakeOnce sends 500 asks from 500 sessions at once to an
@@ -20,7 +21,7 @@ func TestConcurrentAsksWakeOnce(t *testing.T) {
 	const asks = 500
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
-	h.client.Transport = &http.Transport{MaxIdleConnsPerHost: asks}
+	h.Client.Transport = &http.Transport{MaxIdleConnsPerHost: asks}
 	s := h.sim(t)
 
 	type answer struct {
@@ -69,19 +70,19 @@ func TestConcurrentAsksWakeOnce(t *testing.T) {
 	}
 	// The clock stands still: one ask wakes, every other one finds the wake
 	// on the clock with 0 minutes elapsed.
-	want := map[string]int{replyWaking: 1, replyStillWaking(0): asks - 1}
+	want := map[string]int{e2e.ReplyWaking: 1, e2e.ReplyStillWaking(0): asks - 1}
 	if diff := cmp.Diff(want, replies); diff != "" {
 		t.Errorf("replies (-want +got):\n%s", diff)
 	}
 
-	h.log.waitLine(t, "wake requested for pod qwen", 1)
+	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests: %d, want 1", n)
 	}
-	if n := len(h.log.matching(t, "provider not ready for pod qwen (status EXITED) → wake")); n != 1 {
+	if n := len(h.log.Matching(t, "provider not ready for pod qwen (status EXITED) → wake")); n != 1 {
 		t.Errorf("%d wake decisions logged, want 1", n)
 	}
-	if n := len(h.log.matching(t, "wake requested for pod")); n != 1 {
+	if n := len(h.log.Matching(t, "wake requested for pod")); n != 1 {
 		t.Errorf("%d \"wake requested\" lines, want 1", n)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
 
 // TestWaitResume runs the foreground continuation (#715) end to end: a
@@ -25,7 +26,7 @@ func TestWaitResume(t *testing.T) {
 	)
 
 	status, r, raw := h.chat(t, chatRequest{Message: prompt, SessionID: session, WakeMode: "wait"})
-	if status != http.StatusOK || r.Reply != replyWaking || r.PendingWake == nil {
+	if status != http.StatusOK || r.Reply != e2e.ReplyWaking || r.PendingWake == nil {
 		t.Fatalf("wait turn: %d %s\nwant 200, the waking reply and a pendingWake", status, raw)
 	}
 	pw := *r.PendingWake
@@ -33,7 +34,7 @@ func TestWaitResume(t *testing.T) {
 		pw.WakeRequestedAt == nil || !pw.WakeRequestedAt.Equal(t0) {
 		t.Errorf("pendingWake %s\nwant a key, pod and provider qwen, state waking, wakeRequestedAt %s", raw, t0.Format(time.RFC3339))
 	}
-	h.log.waitLine(t, "wake requested for pod qwen", 1)
+	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Fatalf("start requests after the wait turn: %d, want 1", n)
 	}
@@ -42,8 +43,8 @@ func TestWaitResume(t *testing.T) {
 	// the marker.
 	clk.Advance(3 * time.Minute)
 	status, early, raw := h.chat(t, chatRequest{Message: prompt, SessionID: session, WakeMode: "resume", PendingWake: pw.Key})
-	if status != http.StatusOK || early.Reply != replyStillWaking(3) || early.PendingWake == nil || early.PendingWake.Key != pw.Key {
-		t.Errorf("early resume: %d %s\nwant 200, %q and the same pendingWake", status, raw, replyStillWaking(3))
+	if status != http.StatusOK || early.Reply != e2e.ReplyStillWaking(3) || early.PendingWake == nil || early.PendingWake.Key != pw.Key {
+		t.Errorf("early resume: %d %s\nwant 200, %q and the same pendingWake", status, raw, e2e.ReplyStillWaking(3))
 	}
 
 	// The client polls the pod once a minute. It is running from 6m30s, but

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -48,12 +49,12 @@ func TestConductorOutage(t *testing.T) {
 	})
 	const session = "outage"
 
-	if got := h.ask(t, session, "hello"); got != replyWaking {
-		t.Fatalf("first ask: reply %q, want %q", got, replyWaking)
+	if got := h.ask(t, session, "hello"); got != e2e.ReplyWaking {
+		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	h.log.waitLine(t, lineInFlight, 1)
+	h.log.WaitLine(t, lineInFlight, 1, waitFor)
 	stepTo(t, clk, t0.Add(9*time.Minute), time.Minute)
-	h.log.waitLine(t, lineReady, 1)
+	h.log.WaitLine(t, lineReady, 1, waitFor)
 	if got, want := h.ask(t, session, "ready?"), "echo: ready?"; got != want {
 		t.Fatalf("ask once ready: reply %q, want %q", got, want)
 	}
@@ -75,10 +76,10 @@ func TestConductorOutage(t *testing.T) {
 	// cannot reach the conductor: the raw failure, no wake, no loading reply.
 	clk.Advance(16 * time.Minute)
 	status, body := h.do(t, http.MethodPost, "/api/chat", chatRequest{Message: "and now?", SessionID: session})
-	if status != http.StatusBadGateway || body != providerFailed {
-		t.Errorf("ask on a stale endpoint with the conductor down: %d %s, want 502 %s", status, body, providerFailed)
+	if status != http.StatusBadGateway || body != e2e.ProviderFailed {
+		t.Errorf("ask on a stale endpoint with the conductor down: %d %s, want 502 %s", status, body, e2e.ProviderFailed)
 	}
-	h.log.waitLine(t, "turn failed", 1)
+	h.log.WaitLine(t, "turn failed", 1, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests during the outage: %d, want 1", n)
 	}
@@ -88,7 +89,7 @@ func TestConductorOutage(t *testing.T) {
 	if got := h.ask(t, session, "back?"); got != want {
 		t.Errorf("ask once the conductor is back: reply %q, want %q", got, want)
 	}
-	h.log.waitLine(t, "wake requested for pod qwen", 2)
+	h.log.WaitLine(t, "wake requested for pod qwen", 2, waitFor)
 	if n := s.StartRequests("qwen"); n != 2 {
 		t.Errorf("start requests: %d, want 2", n)
 	}

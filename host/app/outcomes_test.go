@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
 
 // TestReadyThenIdleStop follows a wake past readiness into the pod's idle
@@ -18,12 +19,12 @@ func TestReadyThenIdleStop(t *testing.T) {
 	s := h.sim(t)
 	const session = "idle"
 
-	if got := h.ask(t, session, "hello"); got != replyWaking {
-		t.Fatalf("first ask: reply %q, want %q", got, replyWaking)
+	if got := h.ask(t, session, "hello"); got != e2e.ReplyWaking {
+		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	h.log.waitLine(t, lineInFlight, 1)
+	h.log.WaitLine(t, lineInFlight, 1, waitFor)
 	stepTo(t, clk, t0.Add(9*time.Minute), time.Minute)
-	h.log.waitLine(t, lineReady, 1)
+	h.log.WaitLine(t, lineReady, 1, waitFor)
 	if got, want := h.ask(t, session, "ready?"), "echo: ready?"; got != want {
 		t.Fatalf("ask once ready: reply %q, want %q", got, want)
 	}
@@ -40,7 +41,7 @@ func TestReadyThenIdleStop(t *testing.T) {
 	// The stale endpoint was tried first: the provider plugin saw the
 	// proxy's 404 for the stopped pod.
 	stale := false
-	for _, l := range h.log.matching(t, "completion failed") {
+	for _, l := range h.log.Matching(t, "completion failed") {
 		if l.Attrs["status"] == float64(http.StatusNotFound) {
 			stale = true
 		}
@@ -48,7 +49,7 @@ func TestReadyThenIdleStop(t *testing.T) {
 	if !stale {
 		t.Errorf("no completion answered 404 after the idle stop: the held proxy URL was not tried (D6); the log:\n%s", h.log.String())
 	}
-	h.log.waitLine(t, "wake requested for pod qwen", 2)
+	h.log.WaitLine(t, "wake requested for pod qwen", 2, waitFor)
 	if n := s.StartRequests("qwen"); n != 2 {
 		t.Errorf("start requests: %d, want 2", n)
 	}
@@ -72,10 +73,10 @@ func TestNeverReady(t *testing.T) {
 	s.NeverReady("qwen", true)
 	const session = "stuck"
 
-	if got := h.ask(t, session, "hello"); got != replyWaking {
-		t.Fatalf("first ask: reply %q, want %q", got, replyWaking)
+	if got := h.ask(t, session, "hello"); got != e2e.ReplyWaking {
+		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	h.log.waitLine(t, lineInFlight, 1)
+	h.log.WaitLine(t, lineInFlight, 1, waitFor)
 
 	stepTo(t, clk, t0.Add(10*time.Minute), time.Minute)
 	if got, want := h.ask(t, session, "now?"), replyLoadingWaking(10); got != want {
@@ -86,7 +87,7 @@ func TestNeverReady(t *testing.T) {
 	if got := h.ask(t, session, "now?"); got != want {
 		t.Errorf("ask at +20m: reply %q, want %q", got, want)
 	}
-	if l := h.log.waitLine(t, "provider not ready for pod qwen (status RUNNING, model loading) → wait — STUCK", 1); l.Level != "ERROR" {
+	if l := h.log.WaitLine(t, "provider not ready for pod qwen (status RUNNING, model loading) → wait — STUCK", 1, waitFor); l.Level != "ERROR" {
 		t.Errorf("stuck line at %s, want ERROR", l.Level)
 	}
 
@@ -110,7 +111,7 @@ func TestNeverReady(t *testing.T) {
 	if got := h.ask(t, session, "again?"); got != want {
 		t.Errorf("ask after never-ready: reply %q, want %q", got, want)
 	}
-	h.log.waitLine(t, "wake requested for pod qwen", 2)
+	h.log.WaitLine(t, "wake requested for pod qwen", 2, waitFor)
 	if n := s.StartRequests("qwen"); n != 2 {
 		t.Errorf("start requests: %d, want 2", n)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
 
 // TestRefusedStart has the conductor refuse the start with 401 (an enforced
@@ -19,17 +20,17 @@ func TestRefusedStart(t *testing.T) {
 	s.ForceStartStatus("qwen", 401)
 	const session = "refused"
 
-	if got := h.ask(t, session, "hello"); got != replyWaking {
-		t.Fatalf("first ask: reply %q, want %q", got, replyWaking)
+	if got := h.ask(t, session, "hello"); got != e2e.ReplyWaking {
+		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	line := h.log.waitLine(t, "wake refused for pod qwen: status=401", 1)
+	line := h.log.WaitLine(t, "wake refused for pod qwen: status=401", 1, waitFor)
 	if line.Level != "ERROR" || !strings.Contains(line.Msg, "RIG_WAKE_TOKEN") {
 		t.Errorf("refused line: %s %q, want ERROR naming RIG_WAKE_TOKEN", line.Level, line.Msg)
 	}
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Fatalf("start requests after the first ask: %d, want 1", n)
 	}
-	if n := len(h.log.matching(t, "wake requested for pod")); n != 0 {
+	if n := len(h.log.Matching(t, "wake requested for pod")); n != 0 {
 		t.Errorf("%d \"wake requested\" lines for a refused start, want 0", n)
 	}
 	p, raw := h.pod(t)
@@ -42,11 +43,11 @@ func TestRefusedStart(t *testing.T) {
 	// whatever the wake window says.
 	s.ForceStartStatus("qwen", 0)
 	clk.Advance(time.Minute)
-	if got, want := h.ask(t, session, "hello again"), replyRefused(401); got != want {
+	if got, want := h.ask(t, session, "hello again"), e2e.ReplyRefused(401); got != want {
 		t.Errorf("ask after the refusal: reply %q, want %q", got, want)
 	}
-	waitCount(t, `StartRequests("qwen")`, 2, func() int { return s.StartRequests("qwen") })
-	line = h.log.waitLine(t, "wake requested for pod qwen", 1)
+	e2e.WaitCount(t, `StartRequests("qwen")`, 2, func() int { return s.StartRequests("qwen") }, waitFor)
+	line = h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
 	if line.Msg != lineInFlight {
 		t.Errorf("second wake: %q, want %q", line.Msg, lineInFlight)
 	}

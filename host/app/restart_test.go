@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -42,30 +43,30 @@ func TestRestartMidWake(t *testing.T) {
 	const session = "restart"
 
 	a := startHost(t, o)
-	if got := a.ask(t, session, "hello"); got != replyWaking {
-		t.Fatalf("host A: reply %q, want %q", got, replyWaking)
+	if got := a.ask(t, session, "hello"); got != e2e.ReplyWaking {
+		t.Fatalf("host A: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	a.log.waitLine(t, lineInFlight, 1)
+	a.log.WaitLine(t, lineInFlight, 1, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Fatalf("start requests from host A: %d, want 1", n)
 	}
-	if err := a.stop(); err != nil {
+	if err := a.Stop(); err != nil {
 		t.Fatalf("host A: Shutdown: %v", err)
 	}
 
 	clk.Advance(2 * time.Minute)
 	b := startHost(t, o)
-	resumed := b.log.waitLine(t, "wake watch resumed for pod qwen", 1)
+	resumed := b.log.WaitLine(t, "wake watch resumed for pod qwen", 1, waitFor)
 	if want := "wake watch resumed for pod qwen: wake requested at 12:26 UTC"; resumed.Msg != want {
 		t.Errorf("host B resume line: %q, want %q", resumed.Msg, want)
 	}
-	if got, want := b.ask(t, session, "are you there?"), replyStillWaking(2); got != want {
+	if got, want := b.ask(t, session, "are you there?"), e2e.ReplyStillWaking(2); got != want {
 		t.Errorf("host B at +2m: reply %q, want %q", got, want)
 	}
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests after host B's ask: %d, want 1", n)
 	}
-	if n := len(b.log.matching(t, "wake requested for pod")); n != 0 {
+	if n := len(b.log.Matching(t, "wake requested for pod")); n != 0 {
 		t.Errorf("host B logged %d \"wake requested\" lines, want 0", n)
 	}
 

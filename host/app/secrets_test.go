@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,7 +12,9 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 	"github.com/wakeonchat/wakeonchat/host/sim"
+	"github.com/wakeonchat/wakeonchat/host/supervisor"
 )
 
 const (
@@ -23,9 +24,6 @@ const (
 	// leakProbe is a message the hostile model answers with a 401 whose
 	// error message quotes the request's Authorization header.
 	leakProbe = "leak-probe"
-	// levelTrace is the level hclog's Trace lines (go-plugin's and the
-	// plugins') arrive at in the host's log: the lowest there is.
-	levelTrace = slog.LevelDebug - 4
 )
 
 // seenRequest is one request the conductor or the model received.
@@ -86,25 +84,25 @@ func TestSecretsNeverLeak(t *testing.T) {
 		apiKeyEnv:    keyEnv,
 		env:          map[string]string{"RIG_WAKE_TOKEN": secretToken, keyEnv: secretKey},
 		clock:        clk,
-		level:        levelTrace,
+		level:        supervisor.LevelTrace,
 	})
 	const session = "secrets"
 
 	// The conductor rejects the token (403): the plugin and the host both
 	// log about RIG_WAKE_TOKEN, next to the value they must not print.
 	s.ForceStartStatus("qwen", 403)
-	if got := h.ask(t, session, "hello"); got != replyWaking {
-		t.Fatalf("first ask: reply %q, want %q", got, replyWaking)
+	if got := h.ask(t, session, "hello"); got != e2e.ReplyWaking {
+		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	h.log.waitLine(t, "wake refused for pod qwen: status=403", 1)
+	h.log.WaitLine(t, "wake refused for pod qwen: status=403", 1, waitFor)
 
 	// A minute later the next ask wakes again, and the wake goes through.
 	s.ForceStartStatus("qwen", 0)
 	clk.Advance(time.Minute)
-	if got, want := h.ask(t, session, "hello again"), replyRefused(403); got != want {
+	if got, want := h.ask(t, session, "hello again"), e2e.ReplyRefused(403); got != want {
 		t.Errorf("second ask: reply %q, want %q", got, want)
 	}
-	h.log.waitLine(t, lineInFlight, 1)
+	h.log.WaitLine(t, lineInFlight, 1, waitFor)
 
 	// The wake's watch reads the pod every minute; the model answers from
 	// nine minutes after the wake.
@@ -115,10 +113,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 	stepUntilLine(t, clk, h.log, lineReady, time.Minute)
 
 	status, raw := h.do(t, http.MethodPost, "/api/chat", chatRequest{Message: leakProbe, SessionID: session})
-	if status != http.StatusBadGateway || raw != providerFailed {
-		t.Errorf("the model's 401: %d %s, want 502 %s", status, raw, providerFailed)
+	if status != http.StatusBadGateway || raw != e2e.ProviderFailed {
+		t.Errorf("the model's 401: %d %s, want 502 %s", status, raw, e2e.ProviderFailed)
 	}
-	if failed := h.log.waitLine(t, "turn failed", 1); !strings.Contains(failed.Raw, "HTTP 401") {
+	if failed := h.log.WaitLine(t, "turn failed", 1, waitFor); !strings.Contains(failed.Raw, "HTTP 401") {
 		t.Errorf("turn failed line does not name the model's 401: %s", failed.Raw)
 	}
 	h.pod(t)
@@ -152,29 +150,17 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 
 	// Stop the host first, so that its last lines are in the log too.
-	if err := h.stop(); err != nil {
+	if err := h.Stop(); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
 	logs := h.log.String()
 	if !strings.Contains(logs, "RIG_WAKE_TOKEN") {
 		t.Error("no log line names RIG_WAKE_TOKEN: the refusal path did not run")
 	}
-	for _, secret := range []string{secretToken, secretKey} {
-		for _, l := range h.log.lines(t) {
-			if strings.Contains(l.Raw, secret) {
-				t.Errorf("a log line carries %q: %s", secret, l.Raw)
-			}
-		}
-		h.mu.Lock()
-		for _, b := range h.bodies {
-			if strings.Contains(b, secret) {
-				t.Errorf("a response body carries %q: %s", secret, b)
-			}
-		}
-		h.mu.Unlock()
-	}
-	h.log.checkUniqueKeys(t)
-	if len(h.bodies) < 6 {
-		t.Errorf("checked %d response bodies, want at least 6", len(h.bodies))
+	h.log.CheckNoSecrets(t, secretToken, secretKey)
+	h.Bodies.CheckNoSecrets(t, secretToken, secretKey)
+	h.log.CheckUniqueKeys(t)
+	if n := len(h.Bodies.All()); n < 6 {
+		t.Errorf("checked %d response bodies, want at least 6", n)
 	}
 }

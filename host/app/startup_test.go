@@ -15,6 +15,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/host/app"
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
 
 // TestMissingPluginBinary: app.New fails with an error naming the missing
@@ -26,8 +27,8 @@ func TestMissingPluginBinary(t *testing.T) {
 		present []string // binaries put into the plugin dir
 		missing string
 	}{
-		{"conductor", nil, conductorBin},
-		{"provider", []string{conductorBin}, providerBin},
+		{"conductor", nil, e2e.ConductorBin},
+		{"provider", []string{e2e.ConductorBin}, e2e.ProviderBin},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -37,7 +38,7 @@ func TestMissingPluginBinary(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			a, err, panicked := newApp(app.Options{
+			a, err, panicked := e2e.NewApp(app.Options{
 				ConfigPath: writeConfig(t, hostOptions{}),
 				Logger:     slog.New(slog.DiscardHandler),
 				Getenv:     func(string) string { return "" },
@@ -61,15 +62,6 @@ func TestMissingPluginBinary(t *testing.T) {
 	}
 }
 
-// newApp calls app.New and turns a panic into a value.
-func newApp(o app.Options) (a *app.App, err error, panicked any) {
-	defer func() { panicked = recover() }()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	a, err = app.New(ctx, o)
-	return a, err, nil
-}
-
 // TestWakehostMissingPlugin: the wakehost binary exits 1 and names the
 // missing plugin's path on stderr.
 func TestWakehostMissingPlugin(t *testing.T) {
@@ -85,7 +77,7 @@ func TestWakehostMissingPlugin(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(binDir, wakehostBin), "-config", cfg, "-log-format", "json")
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, e2e.WakehostBin), "-config", cfg, "-log-format", "json")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err = cmd.Run()
@@ -93,7 +85,7 @@ func TestWakehostMissingPlugin(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("wakehost with no plugins: %v, want exit status 1\nstderr:\n%s", err, stderr.String())
 	}
-	if path := filepath.Join(dir, conductorBin); !strings.Contains(stderr.String(), path) {
+	if path := filepath.Join(dir, e2e.ConductorBin); !strings.Contains(stderr.String(), path) {
 		t.Errorf("wakehost stderr does not name %s:\n%s", path, stderr.String())
 	}
 }

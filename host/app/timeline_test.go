@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
 
 // TestTimeline20260909 replays the first live wake (the design's Sequence
@@ -19,12 +20,12 @@ func TestTimeline20260909(t *testing.T) {
 
 	// 12:26:25, message 1: the pod is EXITED. The reply says it is waking,
 	// and the wake is fired in the background.
-	if got := h.ask(t, session, "message 1"); got != replyWaking {
-		t.Fatalf("first ask: reply %q, want %q", got, replyWaking)
+	if got := h.ask(t, session, "message 1"); got != e2e.ReplyWaking {
+		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
 	// The simulator holds the start until RUNNING, like the real conductor,
 	// so the plugin's 200 ms cap fires: the wake is in flight (#684).
-	line := h.log.waitLine(t, "wake requested for pod qwen", 1)
+	line := h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
 	if line.Msg != lineInFlight || line.Level != "INFO" {
 		t.Errorf("wake line: %s %q, want INFO %q", line.Level, line.Msg, lineInFlight)
 	}
@@ -35,7 +36,7 @@ func TestTimeline20260909(t *testing.T) {
 	// 12:29:25, three minutes on: the replacement pod exists but is not
 	// running. Still waking, no second start.
 	stepTo(t, clk, t0.Add(3*time.Minute), time.Minute)
-	if got, want := h.ask(t, session, "message 2"), replyStillWaking(3); got != want {
+	if got, want := h.ask(t, session, "message 2"), e2e.ReplyStillWaking(3); got != want {
 		t.Errorf("ask at +3m: reply %q, want %q", got, want)
 	}
 	if n := s.StartRequests("qwen"); n != 1 {
@@ -86,8 +87,8 @@ func TestTimeline20260909(t *testing.T) {
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests over the whole wake: %d, want 1", n)
 	}
-	if n := len(h.log.matching(t, "wake requested for pod")); n != 1 {
+	if n := len(h.log.Matching(t, "wake requested for pod")); n != 1 {
 		t.Errorf("%d \"wake requested\" lines, want 1", n)
 	}
-	h.log.checkUniqueKeys(t)
+	h.log.CheckUniqueKeys(t)
 }

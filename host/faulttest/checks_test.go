@@ -2,7 +2,6 @@ package faulttest
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -36,11 +35,11 @@ func checkFollowUp(t *testing.T, h *host, session string, stored []string) {
 	h.e.healthy()
 	before := h.e.model.count(routeComplete)
 	got := h.chat(t, session, followUpMessage)
-	if got.status == http.StatusConflict {
-		t.Fatalf("follow-up turn: 409 %s: the fault's turn did not release the session's slot", got.body)
+	if got.Status == http.StatusConflict {
+		t.Fatalf("follow-up turn: 409 %s: the fault's turn did not release the session's slot", got.Body)
 	}
-	if want := replyBody(session, echo(followUpMessage)); got.status != http.StatusOK || got.body != want {
-		t.Fatalf("follow-up turn: %d %q, want 200 %q", got.status, got.body, want)
+	if want := replyBody(session, echo(followUpMessage)); got.Status != http.StatusOK || got.Body != want {
+		t.Fatalf("follow-up turn: %d %q, want 200 %q", got.Status, got.Body, want)
 	}
 	reqs := h.e.model.requests(routeComplete)
 	if n := len(reqs) - before; n != 1 {
@@ -54,12 +53,12 @@ func checkFollowUp(t *testing.T, h *host, session string, stored []string) {
 // checkHealthz: the host still serves.
 func checkHealthz(t *testing.T, h *host) {
 	t.Helper()
-	got, err := h.send(http.MethodGet, "/healthz", nil, waitFor)
+	got, err := h.Send(http.MethodGet, "/healthz", nil, waitFor)
 	if err != nil {
 		t.Fatalf("GET /healthz: %v", err)
 	}
-	if want := `{"status":"ok"}` + "\n"; got.status != http.StatusOK || got.body != want {
-		t.Errorf("GET /healthz: %d %q, want 200 %q", got.status, got.body, want)
+	if want := `{"status":"ok"}` + "\n"; got.Status != http.StatusOK || got.Body != want {
+		t.Errorf("GET /healthz: %d %q, want 200 %q", got.Status, got.Body, want)
 	}
 }
 
@@ -68,7 +67,7 @@ func checkHealthz(t *testing.T, h *host) {
 // have logged something (a host that served did).
 func checkLog(t *testing.T, e *env, some bool) {
 	t.Helper()
-	lines := e.log.lines(t)
+	lines := e.log.Lines(t)
 	if some && len(lines) == 0 {
 		t.Fatal("the hosts logged nothing")
 	}
@@ -76,29 +75,17 @@ func checkLog(t *testing.T, e *env, some bool) {
 		if l.Msg == "turn panicked" {
 			t.Errorf("a turn panicked: %s", l.Raw)
 		}
-		for _, secret := range []string{secretToken, secretKey} {
-			if strings.Contains(l.Raw, secret) {
-				t.Errorf("a log line carries %q: %s", secret, l.Raw)
-			}
-		}
 	}
+	e.log.CheckNoSecrets(t, secretToken, secretKey)
 }
 
 // checkBodies: no response body carries a secret.
 func checkBodies(t *testing.T, e *env) {
 	t.Helper()
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.bodies) == 0 {
+	if len(e.bodies.All()) == 0 {
 		t.Fatal("no response body was recorded")
 	}
-	for _, b := range e.bodies {
-		for _, secret := range []string{secretToken, secretKey} {
-			if strings.Contains(b, secret) {
-				t.Errorf("a response body carries %q: %s", secret, b)
-			}
-		}
-	}
+	e.bodies.CheckNoSecrets(t, secretToken, secretKey)
 }
 
 // checkSecretsInPlay: the secrets went where they belong and nowhere else,

@@ -49,6 +49,13 @@
 // whole matrix runs in seconds; minutes of the wake policy pass on a fake
 // clock. TestMain builds wakehost, the two plugins and the test plugins once.
 //
+// What the matrix does exactly as host/app's end-to-end tests do — building
+// the binaries, the concurrency-safe JSON log and its waits, the wake.toml,
+// the in-process host with its client and recorded bodies, the secret
+// checks of logs and bodies, the default replies — is in host/internal/e2e.
+// The scripted servers, the rows and the after-row checks are this
+// package's own.
+//
 // This package holds tests only. It must not be imported, and it changes
 // nothing outside its own directory: a row that finds a bug in the host
 // skips with "BUG: ..." and says where the bug is.

@@ -7,23 +7,17 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
 
-// The wake policy's replies with the default wording and timings.
+// The wake policy's replies with the default wording and timings, beyond
+// the e2e.Reply* ones host/app asserts too.
 const (
-	replyWaking     = "Waking the GPU brain — that takes about 9 minutes. Ask me again in a few minutes."
 	replyLoading    = "The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly."
 	replyWakeFailed = "The last wake request may not have reached the conductor. Trying again — about 9 minutes."
 	replyUnreadable = "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes."
 )
-
-func replyStillWaking(minutes int) string {
-	return fmt.Sprintf("Still waking — %d min elapsed, usually ready by ~9. Ask again shortly.", minutes)
-}
-
-func replyRefused(status int) string {
-	return fmt.Sprintf("The last wake request was refused by the conductor (HTTP %d). Waking it again — about 9 minutes.", status)
-}
 
 // The operator lines (README, "Operator log lines").
 const (
@@ -89,7 +83,7 @@ func modelFault(h handler) func(e *env) {
 func lookupFailed(name string, inject func(e *env), gets int) row {
 	return row{
 		name: name, history: true, inject: inject,
-		wantStatus: http.StatusBadGateway, wantBody: providerFailed,
+		wantStatus: http.StatusBadGateway, wantBody: e2e.ProviderFailed,
 		lines:  []wantLine{turnFailed("completion failed: status=502: HTTP 502 Bad Gateway")},
 		absent: []string{lineNotReady, lineWakeFired, lineWakeRefused, lineWakeFailed},
 		gets:   gets, completions: 1,
@@ -102,7 +96,7 @@ func refused(code int, lines ...wantLine) row {
 	return row{
 		name: fmt.Sprintf("conductor/start answered %d", code), history: true,
 		inject:     asleep(status(code, "application/json", `{"error":"no","token":"`+secretToken+`"}`)),
-		wantStatus: http.StatusOK, wantReply: replyWaking,
+		wantStatus: http.StatusOK, wantReply: e2e.ReplyWaking,
 		lines:  append([]wantLine{{level: "INFO", msg: lineExitedWake}}, lines...),
 		absent: []string{lineWakeFired, lineWakeFailed},
 		gets:   1, completions: 1, starts: 2,
@@ -118,7 +112,7 @@ var matrix = []row{
 		// and it names the conductor, not a URL.
 		name:       "conductor/down before any turn (nothing cached)",
 		inject:     func(e *env) { e.cond.down() },
-		wantStatus: http.StatusBadGateway, wantBody: providerFailed,
+		wantStatus: http.StatusBadGateway, wantBody: e2e.ProviderFailed,
 		lines:  []wantLine{turnFailed("conductor lookup for pod qwen: conductor unreachable: ECONNREFUSED")},
 		absent: []string{lineNotReady, lineWakeFired, lineWakeRefused, lineWakeFailed},
 		gets:   0, completions: 0,
@@ -158,7 +152,7 @@ var matrix = []row{
 			stale502(e)
 			e.cond.on(routeGetPod, e.cond.downAfter(exited()), exited())
 		},
-		wantStatus: http.StatusOK, wantReply: replyWaking,
+		wantStatus: http.StatusOK, wantReply: e2e.ReplyWaking,
 		lines:  []wantLine{{level: "INFO", msg: lineExitedWake}, {level: "ERROR", msg: "wake failed for pod qwen: ECONNREFUSED"}},
 		absent: []string{lineWakeRefused},
 		gets:   1, completions: 1, starts: 1,
@@ -166,7 +160,7 @@ var matrix = []row{
 	},
 	{
 		name: "conductor/start hanging past start_timeout", history: true, inject: asleep(hang()),
-		wantStatus: http.StatusOK, wantReply: replyWaking,
+		wantStatus: http.StatusOK, wantReply: e2e.ReplyWaking,
 		lines:  []wantLine{{level: "INFO", msg: lineExitedWake}, {level: "INFO", msg: lineInFlight}},
 		absent: []string{lineWakeRefused, lineWakeFailed},
 		gets:   1, completions: 1, starts: 1,
@@ -191,7 +185,7 @@ var matrix = []row{
 	},
 	{
 		name: "model/hanging past completion_timeout", history: true, inject: modelFault(hang()),
-		wantStatus: http.StatusBadGateway, wantBody: providerFailed,
+		wantStatus: http.StatusBadGateway, wantBody: e2e.ProviderFailed,
 		minTook: 2 * completionTimeout, maxTook: 2*completionTimeout + 2*time.Second,
 		lines:  []wantLine{turnFailed("completion aborted: timed out after 500ms")},
 		absent: []string{lineNotReady, lineWakeFired},
@@ -199,7 +193,7 @@ var matrix = []row{
 	},
 	{
 		name: "model/200 whose body stops halfway", history: true, inject: modelFault(truncated()),
-		wantStatus: http.StatusBadGateway, wantBody: providerFailed,
+		wantStatus: http.StatusBadGateway, wantBody: e2e.ProviderFailed,
 		lines:  []wantLine{turnFailed("completion failed: status=200: response body failed: EOF")},
 		absent: []string{lineNotReady, lineWakeFired},
 		gets:   0, completions: 1,
@@ -207,7 +201,7 @@ var matrix = []row{
 	{
 		name: "model/200 with malformed JSON", history: true,
 		inject:     modelFault(status(http.StatusOK, "application/json", `{"choices":[{"message":{"content":"trunc`)),
-		wantStatus: http.StatusBadGateway, wantBody: providerFailed,
+		wantStatus: http.StatusBadGateway, wantBody: e2e.ProviderFailed,
 		lines:  []wantLine{turnFailed("completion failed: status=200: malformed response: syntax error at offset 40")},
 		absent: []string{lineNotReady, lineWakeFired},
 		gets:   0, completions: 1,
@@ -215,7 +209,7 @@ var matrix = []row{
 	{
 		name: "model/500", history: true,
 		inject:     modelFault(status(http.StatusInternalServerError, "application/json", `{"error":{"message":"CUDA error: out of memory"}}`)),
-		wantStatus: http.StatusBadGateway, wantBody: providerFailed,
+		wantStatus: http.StatusBadGateway, wantBody: e2e.ProviderFailed,
 		lines:  []wantLine{turnFailed("completion failed: status=500: HTTP 500: CUDA error: out of memory")},
 		absent: []string{lineNotReady, lineWakeFired},
 		gets:   0, completions: 1,
@@ -223,7 +217,7 @@ var matrix = []row{
 	{
 		name: "model/429", history: true,
 		inject:     modelFault(status(http.StatusTooManyRequests, "application/json", `{"error":{"message":"rate limit exceeded for `+secretKey+`"}}`)),
-		wantStatus: http.StatusBadGateway, wantBody: providerFailed,
+		wantStatus: http.StatusBadGateway, wantBody: e2e.ProviderFailed,
 		lines:  []wantLine{turnFailed("completion failed: status=429: HTTP 429: rate limit exceeded for [redacted]")},
 		absent: []string{lineNotReady, lineWakeFired},
 		gets:   0, completions: 1,
@@ -246,7 +240,7 @@ var matrix = []row{
 		// outcome is unknown, so the payload is never sent again.
 		name: "plugin/provider plugin crashes during Complete", providerPlugin: faultBin, history: true,
 		inject:     modelFault(fault("crash", answer())),
-		wantStatus: http.StatusBadGateway, wantBody: providerFailed,
+		wantStatus: http.StatusBadGateway, wantBody: e2e.ProviderFailed,
 		lines: []wantLine{
 			{level: "WARN", msg: linePluginCrash},
 			turnFailed("completion failed: status=0: provider plugin crashed"),
@@ -263,7 +257,7 @@ var matrix = []row{
 			stale502(e)
 			e.cond.on(routeGetPod, fault("hang", running(e.model, t0)))
 		},
-		wantStatus: http.StatusBadGateway, wantBody: providerFailed,
+		wantStatus: http.StatusBadGateway, wantBody: e2e.ProviderFailed,
 		// Any cap a little above lookup_timeout will do (the host caps a
 		// start at start_timeout + 5s); a turn still waiting at +7s is held
 		// by nothing but its client's patience.
@@ -297,7 +291,7 @@ var matrix = []row{
 		// request is still held by the conductor; host B starts on the same
 		// data dir two minutes later.
 		name: "host/killed mid-wake and restarted", history: true, inject: asleep(hang()),
-		wantStatus: http.StatusOK, wantReply: replyWaking,
+		wantStatus: http.StatusOK, wantReply: e2e.ReplyWaking,
 		lines:  []wantLine{{level: "INFO", msg: lineExitedWake}},
 		absent: []string{lineWakeRefused, lineWakeFailed},
 		gets:   1, completions: 1, starts: 1,
@@ -319,10 +313,10 @@ func askAgainRefused(code int) func(t *testing.T, e *env, h *host) *host {
 		t.Helper()
 		e.clock.Advance(time.Minute)
 		got := h.chat(t, session, "again")
-		if want := replyBody(session, replyRefused(code)); got.status != http.StatusOK || got.body != want {
-			t.Errorf("ask after the refusal: %d %q, want 200 %q", got.status, got.body, want)
+		if want := replyBody(session, e2e.ReplyRefused(code)); got.Status != http.StatusOK || got.Body != want {
+			t.Errorf("ask after the refusal: %d %q, want 200 %q", got.Status, got.Body, want)
 		}
-		waitCount(t, "wake refused lines", 2, func() int { return len(e.log.matching(t, lineWakeRefused)) })
+		e2e.WaitCount(t, "wake refused lines", 2, func() int { return len(e.log.Matching(t, lineWakeRefused)) }, waitFor)
 		return h
 	}
 }
@@ -336,8 +330,8 @@ func askAgainNotSent(t *testing.T, e *env, h *host) *host {
 	e.cond.on(routeStart, status(http.StatusAccepted, "application/json", `{}`))
 	e.clock.Advance(time.Minute)
 	got := h.chat(t, session, "again")
-	if want := replyBody(session, replyWakeFailed); got.status != http.StatusOK || got.body != want {
-		t.Errorf("ask after the failed start: %d %q, want 200 %q", got.status, got.body, want)
+	if want := replyBody(session, replyWakeFailed); got.Status != http.StatusOK || got.Body != want {
+		t.Errorf("ask after the failed start: %d %q, want 200 %q", got.Status, got.Body, want)
 	}
 	checkLine(t, e, wantLine{level: "INFO", msg: "wake requested for pod qwen: accepted status=202"})
 	return h
@@ -347,10 +341,10 @@ func askAgainNotSent(t *testing.T, e *env, h *host) *host {
 // clock, and after watch_poll it reads the pod at the conductor.
 func watched(t *testing.T, e *env, h *host) *host {
 	t.Helper()
-	e.waitWatcher(t)
+	e2e.WaitWatcher(t, e.clock, waitFor)
 	gets := e.cond.count(routeGetPod)
 	e.clock.Advance(time.Minute)
-	waitCount(t, "GetPod requests after one watch_poll", gets+1, func() int { return e.cond.count(routeGetPod) })
+	e2e.WaitCount(t, "GetPod requests after one watch_poll", gets+1, func() int { return e.cond.count(routeGetPod) }, waitFor)
 	return h
 }
 
@@ -360,7 +354,7 @@ func watched(t *testing.T, e *env, h *host) *host {
 // and its watch keeps polling.
 func restartMidWake(t *testing.T, e *env, a *host) *host {
 	t.Helper()
-	if err := a.stop(); err != nil {
+	if err := a.Stop(); err != nil {
 		t.Fatalf("host A: Shutdown: %v", err)
 	}
 	// Shutdown waited for the start: it timed out at the client and was
@@ -373,20 +367,20 @@ func restartMidWake(t *testing.T, e *env, a *host) *host {
 	gets := e.cond.count(routeGetPod)
 	b := e.start(t)
 	checkLine(t, e, wantLine{level: "INFO", msg: lineWakeResumed})
-	waitCount(t, "GetPod requests of B's resumed watch", gets+1, func() int { return e.cond.count(routeGetPod) })
-	e.waitWatcher(t)
+	e2e.WaitCount(t, "GetPod requests of B's resumed watch", gets+1, func() int { return e.cond.count(routeGetPod) }, waitFor)
+	e2e.WaitWatcher(t, e.clock, waitFor)
 
 	got := b.chat(t, session, "are you there?")
-	if want := replyBody(session, replyStillWaking(2)); got.status != http.StatusOK || got.body != want {
-		t.Errorf("host B at +2m: %d %q, want 200 %q", got.status, got.body, want)
+	if want := replyBody(session, e2e.ReplyStillWaking(2)); got.Status != http.StatusOK || got.Body != want {
+		t.Errorf("host B at +2m: %d %q, want 200 %q", got.Status, got.Body, want)
 	}
 	checkLine(t, e, wantLine{level: "INFO", msg: lineExitedWait})
 	if n := e.cond.count(routeGetPod) - gets; n != 2 {
 		t.Errorf("host B: %d GetPod requests (watch and turn), want 2", n)
 	}
 	e.clock.Advance(time.Minute)
-	waitCount(t, "GetPod requests after B's watch_poll", gets+3, func() int { return e.cond.count(routeGetPod) })
-	if n := len(e.log.matching(t, lineWakeFired)); n != 1 {
+	e2e.WaitCount(t, "GetPod requests after B's watch_poll", gets+3, func() int { return e.cond.count(routeGetPod) }, waitFor)
+	if n := len(e.log.Matching(t, lineWakeFired)); n != 1 {
 		t.Errorf("%d %q lines over both hosts, want 1 (host A's)", n, lineWakeFired)
 	}
 	return b

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
 
 // session is the one session every row talks on.
@@ -97,8 +99,8 @@ func runRow(t *testing.T, r row) {
 	var stored []string
 	if r.history {
 		got := h.chat(t, session, historyMessage)
-		if want := replyBody(session, echo(historyMessage)); got.status != http.StatusOK || got.body != want {
-			t.Fatalf("history turn: %d %q, want 200 %q", got.status, got.body, want)
+		if want := replyBody(session, echo(historyMessage)); got.Status != http.StatusOK || got.Body != want {
+			t.Fatalf("history turn: %d %q, want 200 %q", got.Status, got.Body, want)
 		}
 		stored = append(stored, historyMessage)
 	}
@@ -109,7 +111,7 @@ func runRow(t *testing.T, r row) {
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
-	got, err := h.send(http.MethodPost, "/api/chat", chatRequest{Message: faultMessage, SessionID: session}, timeout)
+	got, err := h.Send(http.MethodPost, "/api/chat", chatRequest{Message: faultMessage, SessionID: session}, timeout)
 	switch {
 	case err != nil:
 		t.Fatalf("fault turn: %v", err)
@@ -118,11 +120,11 @@ func runRow(t *testing.T, r row) {
 		if r.wantStatus == http.StatusOK {
 			want = replyBody(session, r.wantReply)
 		}
-		if got.status != r.wantStatus || got.body != want {
-			t.Errorf("fault turn: %d %q\nwant %d %q", got.status, got.body, r.wantStatus, want)
+		if got.Status != r.wantStatus || got.Body != want {
+			t.Errorf("fault turn: %d %q\nwant %d %q", got.Status, got.Body, r.wantStatus, want)
 		}
-		if got.took < r.minTook || (r.maxTook > 0 && got.took > r.maxTook) {
-			t.Errorf("fault turn took %v, want between %v and %v", got.took, r.minTook, r.maxTook)
+		if got.Took < r.minTook || (r.maxTook > 0 && got.Took > r.maxTook) {
+			t.Errorf("fault turn took %v, want between %v and %v", got.Took, r.minTook, r.maxTook)
 		}
 	}
 	if n := e.cond.count(routeGetPod) - gets; n != r.gets {
@@ -147,7 +149,7 @@ func runRow(t *testing.T, r row) {
 	checkHealthz(t, h)
 	checkFollowUp(t, h, session, stored)
 	for _, h := range hosts {
-		if err := h.stop(); err != nil {
+		if err := h.Stop(); err != nil {
 			t.Errorf("Shutdown: %v", err)
 		}
 	}
@@ -157,7 +159,7 @@ func runRow(t *testing.T, r row) {
 		t.Errorf("the row made %d start requests, want %d", n, r.starts)
 	}
 	for _, prefix := range r.absent {
-		if got := e.log.matching(t, prefix); len(got) > 0 {
+		if got := e.log.Matching(t, prefix); len(got) > 0 {
 			t.Errorf("a log line starts %q, want none: %s", prefix, got[0].Raw)
 		}
 	}
@@ -170,7 +172,7 @@ func runRow(t *testing.T, r row) {
 // runStartupRow: app.New must fail with the row's error, leave nothing
 // running, and print no secret.
 func runStartupRow(t *testing.T, e *env, r row) {
-	a, err, panicked := e.newApp(t)
+	a, err, panicked := e2e.NewApp(e.options(t))
 	if a != nil {
 		t.Cleanup(func() { a.Shutdown(context.Background()) })
 		t.Fatalf("app.New succeeded, want an error holding %q", r.startErr)
@@ -206,7 +208,7 @@ func runStartupRow(t *testing.T, e *env, r row) {
 // checkLine waits for w's line and checks its level, text and err.
 func checkLine(t *testing.T, e *env, w wantLine) {
 	t.Helper()
-	l := e.log.waitLine(t, w.msg)
+	l := e.log.WaitLine(t, w.msg, 1, waitFor)
 	switch {
 	case !w.prefix && l.Msg != w.msg:
 		t.Errorf("log line %q, want exactly %q", l.Msg, w.msg)

@@ -136,8 +136,10 @@ func TestLookupIsBounded(t *testing.T) {
 // pod they were bound to.
 func TestPodCapabilities(t *testing.T) {
 	gpu := &fakeGPU{
-		getPod:   func(_ context.Context, name string) (pluginapi.Pod, error) { return pluginapi.Pod{Name: name}, nil },
-		startPod: func(context.Context, string) (pluginapi.StartResult, error) { return pluginapi.StartResult{Requested: true, Status: 202}, nil },
+		getPod: func(_ context.Context, name string) (pluginapi.Pod, error) { return pluginapi.Pod{Name: name}, nil },
+		startPod: func(context.Context, string) (pluginapi.StartResult, error) {
+			return pluginapi.StartResult{Requested: true, Status: 202}, nil
+		},
 	}
 	caps := PodCapabilities("qwen", gpu)
 	if r := caps.Wake(context.Background()); !r.Requested || r.Status != 202 {

@@ -1,0 +1,4 @@
+// Command hello is the extra binary TestBuildBinaries builds.
+package main
+
+func main() {}

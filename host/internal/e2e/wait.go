@@ -1,0 +1,37 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/clock"
+)
+
+// WaitWatcher waits until a goroutine (a wake's watch) waits on the fake
+// clock, and fails the test after within.
+func WaitWatcher(t testing.TB, c *clock.Fake, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	if err := c.BlockUntilWaiters(ctx, 1); err != nil {
+		t.Fatalf("at %s nothing waits on the fake clock after %v: no wake watch is running", c.Now().Format(time.TimeOnly), within)
+	}
+}
+
+// WaitCount polls get until it returns want. More than want, or still
+// less after within, fails the test.
+func WaitCount(t testing.TB, what string, want int, get func() int, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		got := get()
+		if got == want {
+			return
+		}
+		if got > want || time.Now().After(deadline) {
+			t.Fatalf("%s = %d, want %d", what, got, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
