@@ -278,10 +278,11 @@ func (s *Server) failed(w http.ResponseWriter, session string, err error) {
 // and the session's next turn (which waits for the slot) sees it in its
 // history.
 func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) {
+	// Finishing before the reply leaves: a client may send its next turn
+	// the moment it reads the reply, and that turn must wait, not get a 409.
+	s.slots.finish(req.SessionID)
 	writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
-	if err := http.NewResponseController(w).Flush(); err == nil {
-		s.slots.finish(req.SessionID)
-	}
+	http.NewResponseController(w).Flush() // without Flush the reply leaves when the handler returns
 	if err := s.cfg.Agent.Remember(req.SessionID, req.Message, res); err != nil {
 		s.cfg.Logger.Error("the turn was answered but not stored", "session", req.SessionID, "err", logErr{err})
 	}

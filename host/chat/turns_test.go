@@ -3,7 +3,9 @@ package chat_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -116,5 +118,44 @@ func TestConcurrentAsksWakeOnce(t *testing.T) {
 	}
 	if got := len(h.logs.find(t, "provider not ready for pod qwen (status EXITED) → wake")); got != 1 {
 		t.Errorf("%d wake decisions, want 1", got)
+	}
+}
+
+// TestNextTurnRightAfterTheReply: a client that sends its next turn the
+// moment it has read a reply, on another connection, never gets a 409: the
+// answered turn is still being stored, and the next one waits for it, then
+// sees it in its history.
+func TestNextTurnRightAfterTheReply(t *testing.T) {
+	h := newHarness(t)
+	h.gpu.set(readyPod(rfc3339(t0)))
+	clients := []*http.Client{
+		{Transport: &http.Transport{}},
+		{Transport: &http.Transport{}},
+	}
+	defer func() {
+		for _, c := range clients {
+			c.CloseIdleConnections()
+		}
+	}()
+	for i := range 60 {
+		body := fmt.Sprintf(`{"message":"turn %d","sessionId":"s1"}`, i)
+		res, err := clients[i%2].Post(h.api.url+"/api/chat", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("turn %d: %d %s", i, res.StatusCode, b)
+		}
+	}
+	reqs := h.provA.requests()
+	last := reqs[len(reqs)-1].Messages
+	// system + 20 history messages (history_messages) + the new one.
+	if got := len(last); got != 22 {
+		t.Errorf("the last turn carried %d messages, want 22", got)
+	}
+	if got, want := last[len(last)-2].Content, answerTo("turn 58"); got != want {
+		t.Errorf("the last turn's history ends with %q, want %q", got, want)
 	}
 }
