@@ -209,6 +209,9 @@ func TestRoutes(t *testing.T) {
 		wantAllow  string
 	}{
 		{"unknown route", h.api, http.MethodGet, "/api/nope", 404, `{"error":"no such endpoint: GET /api/nope"}` + "\n", ""},
+		// Not ServeMux's HTML redirect to the clean path: JSON like every answer.
+		{"unclean path", h.api, http.MethodPost, "/api//chat", 404, `{"error":"no such endpoint: POST /api//chat"}` + "\n", ""},
+		{"dot segments", h.api, http.MethodGet, "/api/pods/../healthz", 404, `{"error":"no such endpoint: GET /api/pods/../healthz"}` + "\n", ""},
 		{"root", h.api, http.MethodGet, "/", 404, `{"error":"no such endpoint: GET /"}` + "\n", ""},
 		// The host never offers a start: waking is the policy's alone.
 		{"no start route", h.api, http.MethodPost, "/api/pods/qwen/start", 404,

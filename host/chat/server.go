@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"path"
 	"regexp"
 	"time"
 
@@ -98,7 +99,15 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, noEndpoint(r))
 	})
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ServeMux answers an unclean path (/api//chat, /api/chat/../chat)
+		// with a redirect whose body is HTML; every answer here is JSON.
+		if p := r.URL.Path; p == "" || path.Clean(p) != p {
+			writeError(w, http.StatusNotFound, noEndpoint(r))
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
