@@ -164,19 +164,9 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		}),
 		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Clock: a.clock, Logger: a.log,
 		MaxBody: cfg.Server.MaxBodyBytes, Slack: cfg.Timings.ReadySlack.Duration,
-		Once: func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
-			if rm, ok := m.(*resolve.Model); ok {
-				return rm.CompleteOnce(ctx, msgs)
-			}
-			return m.Complete(ctx, msgs)
-		},
-		NoResend: func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
-			if rm, ok := m.(*resolve.Model); ok {
-				return rm.CompleteNoResend(ctx, msgs)
-			}
-			return m.Complete(ctx, msgs)
-		},
-		Ready: a.ready,
+		Once:     pinned((*resolve.Model).CompleteOnce),
+		NoResend: pinned((*resolve.Model).CompleteNoResend),
+		Ready:    a.ready,
 	})
 	a.ln, err = net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
@@ -231,8 +221,8 @@ func (a *App) close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("watches: %w", err))
 		}
 	}
-	if a.ln != nil && a.http == nil {
-		a.ln.Close()
+	if a.ln != nil {
+		a.ln.Close() // Shutdown closed it if Serve ran; this covers New failing or Serve never called
 	}
 	for _, p := range a.provs {
 		p.Close()
@@ -252,6 +242,17 @@ func (a *App) close(ctx context.Context) error {
 		os.RemoveAll(a.tempDir)
 	}
 	return errors.Join(errs...)
+}
+
+// pinned adapts one of resolve.Model's completion calls to a chat turn's
+// model (every configured model is a *resolve.Model).
+func pinned(call func(*resolve.Model, context.Context, []pluginapi.Message) (string, error)) chat.OnceFunc {
+	return func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
+		if rm, ok := m.(*resolve.Model); ok {
+			return call(rm, ctx, msgs)
+		}
+		return m.Complete(ctx, msgs)
+	}
 }
 
 // ready is /readyz: config loaded (it is, or New failed), store open, both

@@ -160,8 +160,8 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 		writeError(w, http.StatusConflict, "the provider this wake was pinned to is no longer configured")
 		return
 	}
-	if text, fresh := s.readiness(ctx, p); !fresh {
-		writeJSON(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
+	if rec, view, fresh := s.readiness(ctx, p.Pod); !fresh {
+		writeJSON(w, http.StatusOK, reply{Reply: s.describe(rec, view), SessionID: req.SessionID, PendingWake: wirePending(p)})
 		return
 	}
 	// The key is consumed before the turn runs: a turn that ran, whatever
@@ -184,12 +184,13 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 			s.failed(w, req.SessionID, perr)
 			return
 		}
-		text, fresh := s.readiness(ctx, p)
+		rec, view, fresh := s.readiness(ctx, p.Pod)
 		if fresh {
 			// The conductor still calls it ready, but nothing answered: the
 			// model is not serving (yet, or any more). Say so, as loading.
-			text = s.describe(p.Pod, machines.View{Status: pluginapi.StatusRunning, Running: true, Lookup: machines.LookupFound})
+			view = machines.View{Status: pluginapi.StatusRunning, Running: true, Lookup: machines.LookupFound}
 		}
+		text := s.describe(rec, view)
 		s.cfg.Logger.Warn("resume: the pod stopped before the turn ran; pending wake kept", "session", req.SessionID, "pod", p.Pod)
 		writeJSON(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
 		return
@@ -197,40 +198,29 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 	s.failed(w, req.SessionID, err)
 }
 
-// readiness reports whether p's pod is freshly ready and, when it is not,
-// the state's reply. Fresh means the conductor confirmed it now (not from
-// cache), RUNNING, with a valid readySince no earlier than the current wake
-// minus ready_slack.
-func (s *Server) readiness(ctx context.Context, p store.Pending) (string, bool) {
-	view, ok := s.cfg.Pods[p.Pod]
-	if !ok {
-		return "", false
-	}
-	res, lerr := view.Lookup(ctx)
-	rec, err := s.cfg.Wake.Record(p.Pod)
-	if err != nil {
-		rec = machines.NewRecord(p.Pod)
-	}
-	if lerr == nil && fresh(res, rec, s.cfg.Slack) {
-		return "", true
-	}
-	v := machines.View{Status: res.Status, Running: res.Endpoint != "", Lookup: string(res.Lookup), FromCache: res.FromCache}
-	if lerr != nil {
-		v = machines.View{Lookup: machines.LookupUnreadable}
-	}
-	return s.describeRecord(rec, v), false
-}
-
-// describe is the reply for pod in view, from its current record.
-func (s *Server) describe(pod string, v machines.View) string {
+// readiness asks the conductor about pod now and reports whether it is
+// freshly ready: confirmed now (not from cache), RUNNING, with a valid
+// readySince no earlier than the current wake minus ready_slack. It also
+// returns the pod's record and view, for the state's reply when it is not.
+func (s *Server) readiness(ctx context.Context, pod string) (machines.Record, machines.View, bool) {
 	rec, err := s.cfg.Wake.Record(pod)
 	if err != nil {
 		rec = machines.NewRecord(pod)
 	}
-	return s.describeRecord(rec, v)
+	podView, ok := s.cfg.Pods[pod]
+	if !ok {
+		return rec, machines.View{Lookup: machines.LookupUnreadable}, false
+	}
+	res, err := podView.Lookup(ctx)
+	if err != nil {
+		return rec, machines.View{Lookup: machines.LookupUnreadable}, false
+	}
+	v := machines.View{Status: res.Status, Running: res.Endpoint != "", Lookup: string(res.Lookup), FromCache: res.FromCache}
+	return rec, v, fresh(res, rec, s.cfg.Slack)
 }
 
-func (s *Server) describeRecord(rec machines.Record, v machines.View) string {
+// describe is the state's reply for a turn that must not wake.
+func (s *Server) describe(rec machines.Record, v machines.View) string {
 	_, text, err := s.cfg.Policy.Describe(rec, v, s.cfg.Clock.Now())
 	if err != nil {
 		// Replies were rendered against sample data at load; this is a bug.

@@ -57,35 +57,17 @@ func (m *Model) CompleteNoResend(ctx context.Context, msgs []pluginapi.Message) 
 }
 
 func (m *Model) complete(ctx context.Context, msgs []pluginapi.Message, resendAborted bool) (string, error) {
-	if m.ConfigErr != nil {
-		return "", m.ConfigErr
-	}
-	if m.Provider == nil {
-		return "", &ConfigError{Provider: m.Name, Reason: "no provider plugin"}
-	}
 	req := pluginapi.CompletionRequest{Model: m.ModelName, Messages: msgs}
-
-	if m.Resolver == nil {
-		if m.BaseURL == "" {
-			return "", &ConfigError{Provider: m.Name, Reason: "neither pod nor base_url"}
-		}
-		content, err := m.Provider.Complete(ctx, m.BaseURL, req)
-		if err != nil {
-			return "", m.providerError(err)
-		}
-		return content, nil
-	}
-
-	res, err := m.Resolver.Current(ctx)
+	endpoint, err := m.endpoint(ctx)
 	if err != nil {
-		return "", m.named(err)
+		return "", err
 	}
-	content, err := m.Provider.Complete(ctx, res.Endpoint, req)
+	content, err := m.Provider.Complete(ctx, endpoint, req)
 	if err == nil {
 		return content, nil
 	}
 	first := m.providerError(err)
-	if !shouldReresolve(err) {
+	if m.Resolver == nil || !shouldReresolve(err) {
 		return "", first
 	}
 
@@ -110,6 +92,28 @@ func (m *Model) complete(ctx context.Context, msgs []pluginapi.Message, resendAb
 		return "", e
 	}
 	return "", m.providerError(err)
+}
+
+// endpoint is where a turn's first attempt goes: the literal base URL, or
+// the pod's current resolution (its not-ready or lookup error otherwise). A
+// model that cannot be used at all is its *ConfigError.
+func (m *Model) endpoint(ctx context.Context) (string, error) {
+	switch {
+	case m.ConfigErr != nil:
+		return "", m.ConfigErr
+	case m.Provider == nil:
+		return "", &ConfigError{Provider: m.Name, Reason: "no provider plugin"}
+	case m.Resolver != nil:
+		res, err := m.Resolver.Current(ctx)
+		if err != nil {
+			return "", m.named(err)
+		}
+		return res.Endpoint, nil
+	case m.BaseURL == "":
+		return "", &ConfigError{Provider: m.Name, Reason: "neither pod nor base_url"}
+	default:
+		return m.BaseURL, nil
+	}
 }
 
 // providerError classifies a provider plugin's failure. A failure that is
@@ -170,24 +174,11 @@ func isGateway(status int) bool {
 // Current). A failure that Complete would have re-resolved on drops the held
 // resolution, so the next turn asks the conductor.
 func (m *Model) CompleteOnce(ctx context.Context, msgs []pluginapi.Message) (string, error) {
-	if m.ConfigErr != nil {
-		return "", m.ConfigErr
+	endpoint, err := m.endpoint(ctx)
+	if err != nil {
+		return "", err
 	}
-	if m.Provider == nil {
-		return "", &ConfigError{Provider: m.Name, Reason: "no provider plugin"}
-	}
-	req := pluginapi.CompletionRequest{Model: m.ModelName, Messages: msgs}
-	endpoint := m.BaseURL
-	if m.Resolver != nil {
-		res, err := m.Resolver.Current(ctx)
-		if err != nil {
-			return "", m.named(err)
-		}
-		endpoint = res.Endpoint
-	} else if endpoint == "" {
-		return "", &ConfigError{Provider: m.Name, Reason: "neither pod nor base_url"}
-	}
-	content, err := m.Provider.Complete(ctx, endpoint, req)
+	content, err := m.Provider.Complete(ctx, endpoint, pluginapi.CompletionRequest{Model: m.ModelName, Messages: msgs})
 	if err != nil {
 		if m.Resolver != nil && shouldReresolve(err) {
 			m.Resolver.drop()
@@ -202,8 +193,5 @@ func (m *Model) CompleteOnce(ctx context.Context, msgs []pluginapi.Message) (str
 // response at all. An abort or a 200 with a bad body proves nothing.
 func NeverSent(err error) bool {
 	var ce *pluginapi.CompletionError
-	if !errors.As(err, &ce) || ce.Aborted {
-		return false
-	}
-	return ce.TransportFailure || ce.Status == http.StatusNotFound || isGateway(ce.Status)
+	return shouldReresolve(err) && errors.As(err, &ce) && !ce.Aborted
 }

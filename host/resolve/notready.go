@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"syscall"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -187,29 +186,14 @@ func (e NotReadyError) LogValue() slog.Value {
 }
 
 // errorClass names a failure in a few words without its text, which may hold
-// a URL: an errno name, a context error, or the error's Go type.
+// a URL: a context error, else pluginapi.ErrorClass (ECONNREFUSED, ...).
 func errorClass(err error) string {
-	var errno syscall.Errno
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return "DeadlineExceeded"
 	case errors.Is(err, context.Canceled):
 		return "Canceled"
-	case errors.As(err, &errno):
-		if name, ok := errnoNames[errno]; ok {
-			return name
-		}
-		return fmt.Sprintf("errno %d", uintptr(errno))
 	default:
-		return fmt.Sprintf("%T", err)
+		return pluginapi.ErrorClass(err)
 	}
-}
-
-var errnoNames = map[syscall.Errno]string{
-	syscall.ECONNREFUSED: "ECONNREFUSED",
-	syscall.ECONNRESET:   "ECONNRESET",
-	syscall.ETIMEDOUT:    "ETIMEDOUT",
-	syscall.EHOSTUNREACH: "EHOSTUNREACH",
-	syscall.ENETUNREACH:  "ENETUNREACH",
-	syscall.EPIPE:        "EPIPE",
 }

@@ -11,7 +11,7 @@ import (
 // GPU is a supervised GPU plugin. It implements pluginapi.GPU and is safe
 // for concurrent use.
 type GPU struct {
-	p *process
+	launcher
 }
 
 var _ pluginapi.GPU = (*GPU)(nil)
@@ -19,20 +19,8 @@ var _ pluginapi.GPU = (*GPU)(nil)
 // NewGPU returns a GPU plugin that is launched by Start or by the first
 // call.
 func NewGPU(spec Spec) *GPU {
-	return &GPU{p: newProcess(spec, pluginapi.KindGPU)}
+	return &GPU{launcher{newProcess(spec, pluginapi.KindGPU)}}
 }
-
-// Start launches the plugin and completes the handshake now, unless it is
-// already running. A missing binary is an error naming the path; a binary
-// that does not answer the handshake is an error saying so. The launch is
-// bounded by ctx's deadline, else by 10 s.
-func (g *GPU) Start(ctx context.Context) error { return g.p.start(ctx) }
-
-// Ready reports whether the plugin is running and handshaken.
-func (g *GPU) Ready() bool { return g.p.ready() }
-
-// Close kills the plugin. Later calls fail with ErrClosed.
-func (g *GPU) Close() error { return g.p.close() }
 
 // GetPod calls the plugin's GetPod. A lookup failure is the plugin's
 // *pluginapi.LookupError, unchanged except that secrets are scrubbed from

@@ -10,7 +10,7 @@ import (
 // Provider is a supervised Provider plugin. It implements
 // pluginapi.Provider and is safe for concurrent use.
 type Provider struct {
-	p *process
+	launcher
 }
 
 var _ pluginapi.Provider = (*Provider)(nil)
@@ -18,18 +18,8 @@ var _ pluginapi.Provider = (*Provider)(nil)
 // NewProvider returns a Provider plugin that is launched by Start or by the
 // first call.
 func NewProvider(spec Spec) *Provider {
-	return &Provider{p: newProcess(spec, pluginapi.KindProvider)}
+	return &Provider{launcher{newProcess(spec, pluginapi.KindProvider)}}
 }
-
-// Start launches the plugin and completes the handshake now, like
-// GPU.Start.
-func (pr *Provider) Start(ctx context.Context) error { return pr.p.start(ctx) }
-
-// Ready reports whether the plugin is running and handshaken.
-func (pr *Provider) Ready() bool { return pr.p.ready() }
-
-// Close kills the plugin. Later calls fail.
-func (pr *Provider) Close() error { return pr.p.close() }
 
 // Complete calls the plugin once; it is never retried, not even after a
 // crash (the payload may be what crashed the model). Every failure is a

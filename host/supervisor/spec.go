@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -87,3 +88,20 @@ type scrubbedError struct {
 
 func (e *scrubbedError) Error() string { return e.msg }
 func (e *scrubbedError) Unwrap() error { return e.err }
+
+// launcher is what GPU and Provider share: Start, Ready and Close.
+type launcher struct {
+	p *process
+}
+
+// Start launches the plugin and completes the handshake now, unless it is
+// already running. A missing binary is an error naming the path; a binary
+// that does not answer the handshake is an error saying so. The launch is
+// bounded by ctx's deadline, else by 10 s.
+func (pl launcher) Start(ctx context.Context) error { return pl.p.start(ctx) }
+
+// Ready reports whether the plugin is running and handshaken.
+func (pl launcher) Ready() bool { return pl.p.ready() }
+
+// Close kills the plugin. Later calls fail with ErrClosed.
+func (pl launcher) Close() error { return pl.p.close() }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/internal/binaries"
 )
 
 // The bench's provider reads its API key from keyEnv, which the harness sets
@@ -23,17 +24,10 @@ const (
 	benchKey = "wakebench-key"
 )
 
-// The binaries the harness builds, as `make build` does.
-var commands = []string{
-	"./host/cmd/wakehost",
-	"./plugins/conductor/cmd/wake-plugin-conductor",
-	"./plugins/provider-openai/cmd/wake-plugin-provider-openai",
-}
-
 // The plugins' binary names, as wake.toml names them by default.
 const (
-	conductorPlugin = "wake-plugin-conductor"
-	providerPlugin  = "wake-plugin-provider-openai"
+	conductorPlugin = binaries.Conductor
+	providerPlugin  = binaries.Provider
 )
 
 // Bounds on waiting for a host.
@@ -42,31 +36,6 @@ const (
 	readyzPoll   = 2 * time.Millisecond
 	exitWithin   = 20 * time.Second // SIGTERM to exit, then SIGKILL
 )
-
-// moduleRoot is the directory of the main module's go.mod, found with the go
-// command from the working directory.
-func moduleRoot(ctx context.Context) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %w", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", errors.New("not inside the module: run wakebench from the repository (go run ./host/cmd/wakebench)")
-	}
-	return filepath.Dir(gomod), nil
-}
-
-// buildBinaries builds the host and both plugins into dir.
-func buildBinaries(ctx context.Context, root, dir string) error {
-	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, commands...)
-	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %w\n%s", err, out)
-	}
-	return nil
-}
 
 // hostSpec is what varies between the hosts the bench starts. Zero fields
 // keep wake.toml's defaults.

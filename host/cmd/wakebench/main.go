@@ -36,6 +36,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/wakeonchat/wakeonchat/host/internal/binaries"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -84,10 +85,6 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	began, loadBefore := time.Now(), loadAvg()
-	root, err := moduleRoot(ctx)
-	if err != nil {
-		return err
-	}
 	work, err := os.MkdirTemp("", "wakebench-")
 	if err != nil {
 		return fmt.Errorf("work directory: %w", err)
@@ -95,7 +92,7 @@ func run() error {
 	defer os.RemoveAll(work)
 	b := &harness{plan: p, work: work, binDir: filepath.Join(work, "bin")}
 	b.progressf("building wakehost and the plugins")
-	if err := buildBinaries(ctx, root, b.binDir); err != nil {
+	if err := binaries.Build(ctx, b.binDir); err != nil {
 		return err
 	}
 	rows, err := b.measure(ctx)

@@ -1,26 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-func TestModuleRoot(t *testing.T) {
-	root, err := ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(gomod), "module github.com/wakeonchat/wakeonchat\n") {
-		t.Errorf("%s/go.mod is not the wakeonchat module's", root)
-	}
-}
+	"github.com/wakeonchat/wakeonchat/host/internal/binaries"
+)
 
 func TestBuildBinaries(t *testing.T) {
 	if testing.Short() {
@@ -48,7 +37,7 @@ func TestBuildBinaries(t *testing.T) {
 // TestOnlyTestsImport: no package's non-test files import e2e (the
 // package's doc promises it), so that test helpers never reach a binary.
 func TestOnlyTestsImport(t *testing.T) {
-	root, err := ModuleRoot()
+	root, err := binaries.ModuleRoot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
