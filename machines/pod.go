@@ -3,7 +3,6 @@ package machines
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -151,9 +150,6 @@ func newPod(t engine.Table, policy Policy) (*Pod, error) {
 
 // Table returns the transition table the machine runs.
 func (p *Pod) Table() engine.Table { return p.machine.Table() }
-
-// DOT returns the compiled machine as Graphviz DOT, as stateless draws it.
-func (p *Pod) DOT() string { return p.machine.DOT() }
 
 // notReadyCase classifies a notReady event. The cases are tried in order, so
 // exactly one holds; the guards of the table are this function's answers.
@@ -318,9 +314,6 @@ func wholeMinutes(d time.Duration) int {
 	}
 	return int(d / time.Minute)
 }
-
-// States lists the lifecycle's states in table order.
-func (p *Pod) States() []engine.State { return slices.Clone(p.machine.Table().States) }
 
 // Equal reports whether r and o hold the same facts (times compared as
 // instants, whatever their location or monotonic reading).
