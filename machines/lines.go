@@ -14,7 +14,11 @@ type WakeResult struct {
 	Status    int // HTTP status, 0 when none
 	TimedOut  bool
 	TimeoutMs int64
-	Error     string // a short class such as ECONNREFUSED, for a request never sent
+	// Lost is true when the request was handed over and its answer was
+	// lost (the plugin stopped during the call, or the host stopped
+	// waiting): like a client timeout it is in flight, and watched.
+	Lost  bool
+	Error string // a short class such as ECONNREFUSED, for a request never sent; with Lost, what happened
 }
 
 // DescribeWakeResult gives a start request's outcome its operator log line
@@ -25,6 +29,8 @@ func DescribeWakeResult(pod string, r *WakeResult) (slog.Level, string) {
 	switch {
 	case r == nil:
 		return slog.LevelError, fmt.Sprintf("wake failed for pod %s: no result", pod)
+	case r.Requested && r.Lost:
+		return slog.LevelInfo, fmt.Sprintf("wake requested for pod %s: in flight (the start's answer was lost: %s; watching the pod)", pod, r.Error)
 	case r.Requested && r.TimedOut:
 		return slog.LevelInfo, fmt.Sprintf("wake requested for pod %s: in flight (client timed out after %s s; the conductor continues)",
 			pod, strconv.FormatFloat(float64(r.TimeoutMs)/1000, 'f', -1, 64))
@@ -51,13 +57,14 @@ func OutcomeEvent(r *WakeResult, wake, now time.Time) (Event, bool) {
 	case r != nil && r.Status != 0:
 		return Event{Trigger: StartRefused, At: now, HTTPStatus: r.Status, Wake: wake}, true
 	default:
-		return Event{Trigger: StartFailed, At: now, Wake: wake}, true
+		return Event{Trigger: StartNotSent, At: now, Wake: wake}, true
 	}
 }
 
 // DescribeDecision is the operator's log line for a not-ready turn: what the
 // conductor said and what the policy decided. A stuck decision carries the
-// STUCK marker and is logged at error level (D9).
+// STUCK marker and a crashed one the CRASHED marker; both are logged at
+// error level (D9).
 func DescribeDecision(pod, status string, modelLoading bool, d Decision) (slog.Level, string) {
 	what := "status " + status
 	if status == "" {
@@ -67,8 +74,11 @@ func DescribeDecision(pod, status string, modelLoading bool, d Decision) (slog.L
 		what += ", model loading"
 	}
 	line := fmt.Sprintf("provider not ready for pod %s (%s) → %s", pod, what, d.Action)
-	if d.Stuck {
+	switch {
+	case d.Stuck:
 		return slog.LevelError, line + " — STUCK: up but not answering"
+	case d.Crashed:
+		return slog.LevelError, line + " — CRASHED: was answering, stopped while RUNNING"
 	}
 	return slog.LevelInfo, line
 }

@@ -1,6 +1,7 @@
 package machines
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,43 +11,36 @@ import (
 	"github.com/wakeonchat/wakeonchat/specs"
 )
 
-// The states of the pod lifecycle (specs/pod-lifecycle.toml).
+// The states of the pod lifecycle (specs/pod-lifecycle.toml says what each
+// means).
 const (
-	Asleep     engine.State = "asleep"
-	Waking     engine.State = "waking"
-	Loading    engine.State = "loading"
-	Stuck      engine.State = "stuck"
-	Ready      engine.State = "ready"
-	Refused    engine.State = "refused"
-	NeverReady engine.State = "never-ready"
+	Asleep      engine.State = "asleep"
+	Waking      engine.State = "waking"
+	Loading     engine.State = "loading"
+	Ready       engine.State = "ready"
+	Stuck       engine.State = "stuck"
+	Crashed     engine.State = "crashed"
+	Stopped     engine.State = "stopped"
+	Refused     engine.State = "refused"
+	StartFailed engine.State = "start-failed"
+	NeverReady  engine.State = "never-ready"
 )
 
 // The events (triggers) the pod lifecycle takes.
 const (
-	// NotReady: the conductor says the pod is not running, or could not read it.
-	NotReady engine.Trigger = "notReady"
-	// ModelLoading: the pod is RUNNING but the model does not answer yet (D7).
-	ModelLoading engine.Trigger = "modelLoading"
-	// ReadySinceSeen: the wake's watch saw the conductor's readySince (D12).
-	ReadySinceSeen engine.Trigger = "readySince"
-	// NeverReadySeen: the wake's watch gave up after wake_watch (D12).
-	NeverReadySeen engine.Trigger = "neverReady"
-	// StartRefused: the conductor answered the start with a refusal status.
-	StartRefused engine.Trigger = "refused"
-	// StartFailed: the start request never reached the conductor.
-	StartFailed engine.Trigger = "startFailed"
-)
-
-// Outcome is what became of the current wake (D12).
-type Outcome string
-
-// The outcomes of a wake; OutcomeNone means nothing is known yet.
-const (
-	OutcomeNone        Outcome = ""
-	OutcomeReady       Outcome = "ready"
-	OutcomeNeverReady  Outcome = "never-ready"
-	OutcomeRefused     Outcome = "refused"
-	OutcomeStartFailed Outcome = "start-failed"
+	// Turns.
+	NotReady     engine.Trigger = "notReady"     // the conductor says the pod is not running
+	ModelLoading engine.Trigger = "modelLoading" // RUNNING, but the model does not answer (D7)
+	Answered     engine.Trigger = "answered"     // the model answered a turn
+	Unreadable   engine.Trigger = "unreadable"   // the conductor could not read the pod
+	// What the conductor says, from any read of the pod (see Observe).
+	PodDown        engine.Trigger = "podDown"    // not running
+	PodUp          engine.Trigger = "podUp"      // RUNNING with an endpoint, no readySince
+	ReadySinceSeen engine.Trigger = "readySince" // RUNNING with a readySince
+	// Outcomes of the wake on record (D12, #684); Event.Wake names the wake.
+	StartRefused   engine.Trigger = "refused"     // the conductor answered the start with a refusal
+	StartNotSent   engine.Trigger = "startFailed" // the start never reached the conductor
+	NeverReadySeen engine.Trigger = "neverReady"  // the watch gave up after wake_watch
 )
 
 // Lookup values a conductor reports.
@@ -56,56 +50,97 @@ const (
 	LookupUnreadable = "UNREADABLE"
 )
 
-// Record is everything the policy remembers about one pod. It is a value:
-// Decide returns a new one and never changes the one it is given.
+// Record is everything the machine remembers about one pod. It is a value:
+// Decide returns a new one and never changes the one it is given. What
+// became of the current wake is the State; the fields are the facts its
+// replies quote.
 type Record struct {
 	Pod               string       `json:"pod"`
 	State             engine.State `json:"state"`
 	WakeRequestedAt   time.Time    `json:"wakeRequestedAt"`   // zero: no wake on record
 	ModelLoadingSince time.Time    `json:"modelLoadingSince"` // zero: the loading clock is not running
-	Outcome           Outcome      `json:"outcome"`
-	ReadyAt           time.Time    `json:"readyAt"`       // with OutcomeReady: the conductor's readySince
-	RefusedStatus     int          `json:"refusedStatus"` // with OutcomeRefused: the start's HTTP status
+	ReadyAt           time.Time    `json:"readyAt"`           // when the last ready boot became ready
+	RefusedStatus     int          `json:"refusedStatus"`     // in Refused: the start's HTTP status
 }
 
 // NewRecord returns the record of a pod nothing is known about.
 func NewRecord(pod string) Record { return Record{Pod: pod, State: Asleep} }
 
+// UnmarshalJSON reads a record, including one stored before the outcome of
+// a wake became its state: such a record kept it in "outcome", and a start
+// that never reached the conductor was in state "refused".
+func (r *Record) UnmarshalJSON(b []byte) error {
+	type plain Record
+	var v struct {
+		plain
+		Outcome string `json:"outcome"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*r = Record(v.plain)
+	if v.Outcome == "start-failed" && r.State == Refused {
+		r.State = StartFailed
+	}
+	return nil
+}
+
+// Outcome names what became of the wake on record, "" while it is unknown
+// or there is none: ready (also once it stopped or crashed), refused,
+// start-failed or never-ready.
+func (r Record) Outcome() string {
+	switch r.State {
+	case Ready, Stopped, Crashed:
+		if !r.WakeRequestedAt.IsZero() {
+			return string(Ready)
+		}
+	case Refused, StartFailed, NeverReady:
+		return string(r.State)
+	}
+	return ""
+}
+
 // Event is something that happened to a pod.
 type Event struct {
 	Trigger engine.Trigger
 	At      time.Time // now, as the caller's clock says
-	// NotReady: the conductor's status ("EXITED", "RUNNING", ...) and lookup.
+	// NotReady, ModelLoading, Unreadable: the conductor's status and lookup,
+	// for the decision's log line.
 	Status string
 	Lookup string
-	// ReadySinceSeen: the conductor's readySince.
+	// ReadySinceSeen, PodUp and Answered: the conductor's readySince, zero
+	// when it gave none.
 	ReadySince time.Time
 	// StartRefused: the start's HTTP status.
 	HTTPStatus int
 	// Outcome events: the WakeRequestedAt of the wake they belong to. An
-	// outcome for any other wake is inert.
+	// outcome of any other wake is dropped.
 	Wake time.Time
 }
 
 // Action is what the host must do.
 type Action string
 
-// The actions of a decision. Outcome events decide neither.
+// The actions of a decision. Observations and outcomes decide neither.
 const (
 	ActionNone Action = ""
 	ActionWake Action = "wake"
 	ActionWait Action = "wait"
 )
 
-// Decision is the policy's answer to one event.
+// Decision is the machine's answer to one event.
 type Decision struct {
-	Action Action
-	Reply  ReplyKey // "" for outcome events
-	Text   string   // the reply, rendered
-	Stuck  bool     // D9: the host logs it at error level
-	From   engine.State
-	To     engine.State
-	Row    engine.Row // the transition table row taken
+	Action  Action
+	Reply   ReplyKey // "" when the event gets no reply
+	Text    string   // the reply, rendered
+	Stuck   bool     // D9: the host logs it at error level, marked STUCK
+	Crashed bool     // the host logs it at error level, marked CRASHED
+	From    engine.State
+	To      engine.State
+	Row     engine.Row // the row taken; zero when the event changed nothing
+	// Ignored is true when the event changes nothing in this state (an
+	// ignore of the table, or an outcome of a wake no longer on record).
+	Ignored bool
 }
 
 // Policy is what Decide decides by: the timings and the reply wording.
@@ -151,27 +186,13 @@ func newPod(t engine.Table, policy Policy) (*Pod, error) {
 // Table returns the transition table the machine runs.
 func (p *Pod) Table() engine.Table { return p.machine.Table() }
 
-// notReadyCase classifies a notReady event. The cases are tried in order, so
-// exactly one holds; the guards of the table are this function's answers.
-func (p *Pod) notReadyCase(r Record, ev Event) string {
-	switch {
-	case ev.Lookup == LookupUnreadable:
-		return "unreadable"
-	case r.Outcome == OutcomeReady && ev.Status != "RUNNING":
-		return "stoppedAfterReady"
-	case r.Outcome == OutcomeNeverReady:
-		return "wakeNeverReady"
-	case r.Outcome == OutcomeRefused:
-		return "wakeRefused"
-	case r.Outcome == OutcomeStartFailed:
-		return "wakeNotSent"
-	case r.WakeRequestedAt.IsZero():
-		return "noWake"
-	case ev.At.Sub(r.WakeRequestedAt) <= p.policy.Timings.WakeWindow:
-		return "inWindow"
-	default:
-		return "beyondWindow"
-	}
+// Timings returns the timings the machine decides by.
+func (p *Pod) Timings() Timings { return p.policy.Timings }
+
+// inWindow reports whether r's wake was requested no longer than
+// wake_window before now (D1, edge inclusive).
+func (p *Pod) inWindow(r Record, now time.Time) bool {
+	return !r.WakeRequestedAt.IsZero() && now.Sub(r.WakeRequestedAt) <= p.policy.Timings.WakeWindow
 }
 
 // wakeOnClock reports whether r's wake was requested no longer than
@@ -181,7 +202,8 @@ func (p *Pod) wakeOnClock(r Record, now time.Time) bool {
 }
 
 // loadingSince is the loading clock after a modelLoading event at now: the
-// running clock, else the wake's request when a wake is on the clock, else now.
+// running clock, else the wake's request when a wake is on the clock, else
+// now (D9).
 func (p *Pod) loadingSince(r Record, now time.Time) time.Time {
 	switch {
 	case !r.ModelLoadingSince.IsZero():
@@ -193,41 +215,49 @@ func (p *Pod) loadingSince(r Record, now time.Time) time.Time {
 	}
 }
 
-func (p *Pod) loadingCase(r Record, ev Event) string {
-	switch {
-	case ev.At.Sub(p.loadingSince(r, ev.At)) >= p.policy.Timings.LoadingCeiling:
-		return "loadingStuck"
-	case p.wakeOnClock(r, ev.At):
-		return "loadingOnWake"
-	default:
-		return "loadingNoWake"
-	}
+func (p *Pod) loadingStuck(r Record, now time.Time) bool {
+	return now.Sub(p.loadingSince(r, now)) >= p.policy.Timings.LoadingCeiling
 }
 
-func currentWake(r Record, ev Event) bool {
-	return !r.WakeRequestedAt.IsZero() && ev.Wake.Equal(r.WakeRequestedAt)
-}
-
-func (p *Pod) readyForWake(r Record, ev Event) bool {
-	return currentWake(r, ev) && !ev.ReadySince.IsZero() &&
-		!ev.ReadySince.Before(r.WakeRequestedAt.Add(-p.policy.Timings.ReadySlack))
+// BootOfWake reports whether a readySince belongs to the boot of r's wake:
+// no earlier than the wake minus ready_slack, or any when no wake is on
+// record (D12). A readySince before that is an earlier boot's.
+func (p *Pod) BootOfWake(r Record, readySince time.Time) bool {
+	return !readySince.IsZero() &&
+		(r.WakeRequestedAt.IsZero() || !readySince.Before(r.WakeRequestedAt.Add(-p.policy.Timings.ReadySlack)))
 }
 
 func (p *Pod) guards() map[string]engine.Guard[Record, Event] {
-	g := map[string]engine.Guard[Record, Event]{
-		"currentWake":     func(r Record, ev Event, _ time.Time) bool { return currentWake(r, ev) },
-		"otherWake":       func(r Record, ev Event, _ time.Time) bool { return !currentWake(r, ev) },
-		"readyForWake":    func(r Record, ev Event, _ time.Time) bool { return p.readyForWake(r, ev) },
-		"notReadyForWake": func(r Record, ev Event, _ time.Time) bool { return !p.readyForWake(r, ev) },
+	type G = engine.Guard[Record, Event]
+	inWindow := func(r Record, ev Event, _ time.Time) bool { return p.inWindow(r, ev.At) }
+	stuck := func(r Record, ev Event, _ time.Time) bool { return p.loadingStuck(r, ev.At) }
+	onClock := func(r Record, ev Event, _ time.Time) bool { return p.wakeOnClock(r, ev.At) }
+	boot := func(r Record, ev Event, _ time.Time) bool { return p.BootOfWake(r, ev.ReadySince) }
+	later := func(r Record, ev Event, _ time.Time) bool { return ev.ReadySince.After(r.ReadyAt) }
+	not := func(g G) G { return func(r Record, ev Event, now time.Time) bool { return !g(r, ev, now) } }
+	return map[string]G{
+		"inWindow":     inWindow,
+		"beyondWindow": not(inWindow),
+		"loadingStuck": stuck,
+		"loadingOnWake": func(r Record, ev Event, now time.Time) bool {
+			return !stuck(r, ev, now) && onClock(r, ev, now)
+		},
+		"loadingNoWake": func(r Record, ev Event, now time.Time) bool {
+			return !stuck(r, ev, now) && !onClock(r, ev, now)
+		},
+		"wakeOnClock":  onClock,
+		"wakeOffClock": not(onClock),
+		"bootOfWake":   boot,
+		"earlierBoot":  not(boot),
+		"laterBoot":    later,
+		"sameBoot":     not(later),
 	}
-	for _, c := range []string{"unreadable", "stoppedAfterReady", "wakeNeverReady", "wakeRefused",
-		"wakeNotSent", "noWake", "inWindow", "beyondWindow"} {
-		g[c] = func(r Record, ev Event, _ time.Time) bool { return p.notReadyCase(r, ev) == c }
-	}
-	for _, c := range []string{"loadingStuck", "loadingOnWake", "loadingNoWake"} {
-		g[c] = func(r Record, ev Event, _ time.Time) bool { return p.loadingCase(r, ev) == c }
-	}
-	return g
+}
+
+// outcome reports whether tr is an outcome of a wake, which only the wake
+// on record may have.
+func outcome(tr engine.Trigger) bool {
+	return tr == StartRefused || tr == StartNotSent || tr == NeverReadySeen
 }
 
 // Decide runs ev through the pod lifecycle for rec and returns the decision
@@ -237,16 +267,21 @@ func (p *Pod) Decide(rec Record, ev Event) (Decision, Record, error) {
 	if rec.State == "" {
 		rec.State = Asleep
 	}
+	if outcome(ev.Trigger) && (rec.WakeRequestedAt.IsZero() || !ev.Wake.Equal(rec.WakeRequestedAt)) {
+		// A superseded wake's outcome says nothing about the wake on record.
+		return Decision{From: rec.State, To: rec.State, Ignored: true}, rec, nil
+	}
 	res, err := p.machine.Fire(rec, ev.Trigger, ev, ev.At)
 	if err != nil {
 		return Decision{}, rec, err
 	}
-	next := rec
-	next.State = res.To
-	d := Decision{Action: ActionNone, From: res.From, To: res.To, Row: res.Row}
-	if ev.Trigger == NotReady || ev.Trigger == ModelLoading {
+	d := Decision{From: res.From, To: res.To, Row: res.Row, Ignored: res.Ignored}
+	switch ev.Trigger {
+	case NotReady, ModelLoading, Unreadable:
 		d.Action = ActionWait
 	}
+	next := rec
+	next.State = res.To
 	for _, e := range res.Effects {
 		switch e {
 		case "clearLoading":
@@ -256,17 +291,18 @@ func (p *Pod) Decide(rec Record, ev Event) (Decision, Record, error) {
 		case "wake":
 			d.Action = ActionWake
 			next.WakeRequestedAt = ev.At
-			next.Outcome, next.ReadyAt, next.RefusedStatus = OutcomeNone, time.Time{}, 0
+			next.RefusedStatus = 0
 		case "flagStuck":
 			d.Stuck = true
+		case "flagCrashed":
+			d.Crashed = true
 		case "recordReady":
-			next.Outcome, next.ReadyAt = OutcomeReady, ev.ReadySince
-		case "recordNeverReady":
-			next.Outcome = OutcomeNeverReady
+			next.ReadyAt = ev.At
+			if p.BootOfWake(rec, ev.ReadySince) {
+				next.ReadyAt = ev.ReadySince
+			}
 		case "recordRefused":
-			next.Outcome, next.RefusedStatus = OutcomeRefused, ev.HTTPStatus
-		case "recordStartFailed":
-			next.Outcome = OutcomeStartFailed
+			next.RefusedStatus = ev.HTTPStatus
 		default:
 			key, ok := strings.CutPrefix(e, "reply:")
 			if !ok {
@@ -318,7 +354,7 @@ func wholeMinutes(d time.Duration) int {
 // Equal reports whether r and o hold the same facts (times compared as
 // instants, whatever their location or monotonic reading).
 func (r Record) Equal(o Record) bool {
-	return r.Pod == o.Pod && r.State == o.State && r.Outcome == o.Outcome && r.RefusedStatus == o.RefusedStatus &&
+	return r.Pod == o.Pod && r.State == o.State && r.RefusedStatus == o.RefusedStatus &&
 		r.WakeRequestedAt.Equal(o.WakeRequestedAt) && r.ModelLoadingSince.Equal(o.ModelLoadingSince) &&
 		r.ReadyAt.Equal(o.ReadyAt)
 }

@@ -1,6 +1,7 @@
 package machines
 
 import (
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
@@ -45,12 +46,12 @@ type policyWant struct {
 	Record Record
 }
 
-// TestDecide is the wake policy's table: D1, D7, D9, D12, #684's feedback
-// and #712, with the default wording. Every row also checks that the record
-// handed in is unchanged.
+// TestDecide is the wake policy's table: D1, D7, D9, D12, #684's feedback,
+// #712 and the crashed state, with the default wording. Every row also
+// checks that the record handed in is unchanged.
 func TestDecide(t *testing.T) {
-	readyThen := func(wake, ready time.Time) func(*Record) {
-		return func(r *Record) { r.WakeRequestedAt, r.Outcome, r.ReadyAt = wake, OutcomeReady, ready }
+	readyAt := func(wake, ready time.Time) func(*Record) {
+		return func(r *Record) { r.WakeRequestedAt, r.ReadyAt = wake, ready }
 	}
 	tests := []struct {
 		name string
@@ -116,19 +117,19 @@ func TestDecide(t *testing.T) {
 				rec(Waking, wokeAt(22*min))},
 		},
 		{
-			name: "UNREADABLE waits, wakes nothing, clears the loading clock, keeps the outcome",
+			name: "UNREADABLE waits, wakes nothing, clears the loading clock, keeps the state",
 			rec: rec(Loading, func(r *Record) {
-				r.WakeRequestedAt, r.ModelLoadingSince, r.Outcome, r.ReadyAt = at(0), at(0), OutcomeReady, at(9*min)
+				r.WakeRequestedAt, r.ModelLoadingSince, r.ReadyAt = at(0), at(0), at(9*min)
 			}),
-			ev: Event{Trigger: NotReady, At: at(40 * min), Status: "UNKNOWN", Lookup: LookupUnreadable},
+			ev: Event{Trigger: Unreadable, At: at(40 * min), Status: "UNKNOWN", Lookup: LookupUnreadable},
 			want: policyWant{ActionWait, ReplyUnreadable,
 				"I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.", false,
-				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.Outcome, r.ReadyAt = at(0), OutcomeReady, at(9*min) })},
+				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(0), at(9*min) })},
 		},
 		{
 			name: "UNREADABLE on a pod never woken wakes nothing",
 			rec:  NewRecord("qwen"),
-			ev:   Event{Trigger: NotReady, At: at(0), Lookup: LookupUnreadable},
+			ev:   Event{Trigger: Unreadable, At: at(0), Lookup: LookupUnreadable},
 			want: policyWant{ActionWait, ReplyUnreadable,
 				"I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.", false,
 				NewRecord("qwen")},
@@ -175,7 +176,7 @@ func TestDecide(t *testing.T) {
 				rec(Loading, func(r *Record) { r.ModelLoadingSince = at(0) })},
 		},
 		{
-			name: "the ceiling edge is inclusive: stuck",
+			name: "the ceiling edge is inclusive: stuck at exactly 20 min",
 			rec:  rec(Loading, func(r *Record) { r.ModelLoadingSince = at(0) }),
 			ev:   loading(at(20 * min)),
 			want: policyWant{ActionWait, ReplyStuck,
@@ -191,6 +192,14 @@ func TestDecide(t *testing.T) {
 				rec(Stuck, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
 		},
 		{
+			name: "stuck stays stuck and keeps its clock",
+			rec:  rec(Stuck, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
+			ev:   loading(at(31 * min)),
+			want: policyWant{ActionWait, ReplyStuck,
+				"The model server has been up for 31 minutes and still is not answering — it may be stuck. Someone needs to look at the pod.", true,
+				rec(Stuck, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
+		},
+		{
 			name: "a non-loading not-ready clears the clock",
 			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
 			ev:   notReady(at(7*min), "EXITED"),
@@ -201,39 +210,23 @@ func TestDecide(t *testing.T) {
 		// D12
 		{
 			name: "ready then stopped, inside the window, same day",
-			rec:  rec(Ready, readyThen(at(0), at(9*min))),
+			rec:  rec(Stopped, readyAt(at(0), at(9*min))),
 			ev:   notReady(at(14*min), "EXITED"),
 			want: policyWant{ActionWake, ReplyReadyThenStopped,
 				"The GPU woke and was ready at 12:09 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes.", false,
-				rec(Waking, wokeAt(14*min))},
+				rec(Waking, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(14*min), at(9*min) })},
 		},
 		{
 			name: "ready then stopped, beyond the window, the next day: date-prefixed",
-			rec:  rec(Ready, readyThen(at(0), at(9*min))),
+			rec:  rec(Ready, readyAt(at(0), at(9*min))),
 			ev:   notReady(at(13*time.Hour), "EXITED"),
 			want: policyWant{ActionWake, ReplyReadyThenStopped,
 				"The GPU woke and was ready at 2026-09-09 12:09 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes.", false,
-				rec(Waking, wokeAt(13*time.Hour))},
-		},
-		{
-			name: "ready while RUNNING is not called stopped: in the window it waits",
-			rec:  rec(Ready, readyThen(at(0), at(9*min))),
-			ev:   notReady(at(10*min), "RUNNING"),
-			want: policyWant{ActionWait, ReplyStillWaking,
-				"Still waking — 10 min elapsed, usually ready by ~9. Ask again shortly.", false,
-				rec(Waking, readyThen(at(0), at(9*min)))},
-		},
-		{
-			name: "ready while RUNNING is not called stopped: beyond the window it re-wakes",
-			rec:  rec(Ready, readyThen(at(0), at(9*min))),
-			ev:   notReady(at(16*min), "RUNNING"),
-			want: policyWant{ActionWake, ReplyRewake,
-				"The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.", false,
-				rec(Waking, wokeAt(16*min))},
+				rec(Waking, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(13*time.Hour), at(9*min) })},
 		},
 		{
 			name: "never-ready wakes again regardless of the window",
-			rec:  rec(NeverReady, func(r *Record) { r.WakeRequestedAt, r.Outcome = at(0), OutcomeNeverReady }),
+			rec:  rec(NeverReady, wokeAt(0)),
 			ev:   notReady(at(36*min), "EXITED"),
 			want: policyWant{ActionWake, ReplyNeverReady,
 				"The wake requested at 12:00 UTC did not complete — the GPU never became ready. Waking it again — about 9 minutes.", false,
@@ -241,7 +234,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "refused wakes again inside the window, naming the status",
-			rec:  rec(Refused, func(r *Record) { r.WakeRequestedAt, r.Outcome, r.RefusedStatus = at(0), OutcomeRefused, 409 }),
+			rec:  rec(Refused, func(r *Record) { r.WakeRequestedAt, r.RefusedStatus = at(0), 409 }),
 			ev:   notReady(at(min), "EXITED"),
 			want: policyWant{ActionWake, ReplyRefused,
 				"The last wake request was refused by the conductor (HTTP 409). Waking it again — about 9 minutes.", false,
@@ -249,44 +242,36 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "a start that never reached the conductor wakes again at once",
-			rec:  rec(Refused, func(r *Record) { r.WakeRequestedAt, r.Outcome = at(0), OutcomeStartFailed }),
+			rec:  rec(StartFailed, wokeAt(0)),
 			ev:   notReady(at(time.Second), "EXITED"),
 			want: policyWant{ActionWake, ReplyWakeFailed,
 				"The last wake request may not have reached the conductor. Trying again — about 9 minutes.", false,
 				rec(Waking, wokeAt(time.Second))},
 		},
 		{
-			name: "the outcome is carried through loading",
-			rec:  rec(Ready, readyThen(at(0), at(9*min))),
-			ev:   loading(at(12 * min)),
-			want: policyWant{ActionWait, ReplyLoadingWaking,
-				"Still waking — 12 min elapsed; the GPU is up and the model is loading. Ask again shortly.", false,
-				rec(Loading, func(r *Record) {
-					readyThen(at(0), at(9*min))(r)
-					r.ModelLoadingSince = at(0)
-				})},
-		},
-		{
-			name: "readySince of the wake on record: ready",
+			name: "readySince of the wake's boot: ready, the loading clock stops",
 			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
-			ev:   Event{Trigger: ReadySinceSeen, At: at(10 * min), ReadySince: at(9 * min), Wake: at(0)},
-			want: policyWant{ActionNone, "", "", false,
-				rec(Ready, func(r *Record) {
-					readyThen(at(0), at(9*min))(r)
-					r.ModelLoadingSince = at(0)
-				})},
+			ev:   Event{Trigger: ReadySinceSeen, At: at(10 * min), ReadySince: at(9 * min)},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, readyAt(at(0), at(9*min)))},
 		},
 		{
 			name: "readySince exactly ready_slack before the wake still counts",
 			rec:  rec(Waking, wokeAt(0)),
-			ev:   Event{Trigger: ReadySinceSeen, At: at(min), ReadySince: at(-time.Minute), Wake: at(0)},
-			want: policyWant{ActionNone, "", "", false, rec(Ready, readyThen(at(0), at(-time.Minute)))},
+			ev:   Event{Trigger: ReadySinceSeen, At: at(min), ReadySince: at(-time.Minute)},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, readyAt(at(0), at(-time.Minute)))},
 		},
 		{
-			name: "readySince of an earlier boot is ignored",
+			name: "readySince of an earlier boot: the pod is up, not ready",
 			rec:  rec(Waking, wokeAt(0)),
-			ev:   Event{Trigger: ReadySinceSeen, At: at(min), ReadySince: at(-time.Minute - time.Millisecond), Wake: at(0)},
-			want: policyWant{ActionNone, "", "", false, rec(Waking, wokeAt(0))},
+			ev:   Event{Trigger: ReadySinceSeen, At: at(min), ReadySince: at(-time.Minute - time.Millisecond)},
+			want: policyWant{ActionNone, "", "", false,
+				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
+		},
+		{
+			name: "an answered turn is ready since the answer when the conductor gives no readySince",
+			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
+			ev:   Event{Trigger: Answered, At: at(9 * min)},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, readyAt(at(0), at(9*min)))},
 		},
 		{
 			name: "a superseded watch is inert",
@@ -296,15 +281,76 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "never-ready of the wake on record",
-			rec:  rec(Waking, wokeAt(0)),
+			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(3*min) }),
 			ev:   Event{Trigger: NeverReadySeen, At: at(35 * min), Wake: at(0)},
 			want: policyWant{ActionNone, "", "", false,
-				rec(NeverReady, func(r *Record) { r.WakeRequestedAt, r.Outcome = at(0), OutcomeNeverReady })},
+				rec(NeverReady, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(3*min) })},
 		},
 		{
 			name: "a refusal with no wake on record is inert",
 			rec:  NewRecord("qwen"),
 			ev:   Event{Trigger: StartRefused, At: at(0), HTTPStatus: 409},
+			want: policyWant{ActionNone, "", "", false, NewRecord("qwen")},
+		},
+		// Crashed
+		{
+			name: "ready, then not answering while RUNNING: crashed, no wake",
+			rec:  rec(Ready, readyAt(at(0), at(9*min))),
+			ev:   loading(at(40 * min)),
+			want: policyWant{ActionWait, ReplyCrashed,
+				"The model server answered at 12:09 UTC but has stopped answering — it may have crashed. Someone needs to look at the pod.", false,
+				rec(Crashed, readyAt(at(0), at(9*min)))},
+		},
+		{
+			name: "crashed stays crashed without waiting out the ceiling",
+			rec:  rec(Crashed, readyAt(at(0), at(9*min))),
+			ev:   loading(at(41 * min)),
+			want: policyWant{ActionWait, ReplyCrashed,
+				"The model server answered at 12:09 UTC but has stopped answering — it may have crashed. Someone needs to look at the pod.", false,
+				rec(Crashed, readyAt(at(0), at(9*min)))},
+		},
+		{
+			name: "the crashed boot's own readySince leaves it crashed",
+			rec:  rec(Crashed, readyAt(at(0), at(9*min))),
+			ev:   Event{Trigger: ReadySinceSeen, At: at(42 * min), ReadySince: at(9 * min)},
+			want: policyWant{ActionNone, "", "", false, rec(Crashed, readyAt(at(0), at(9*min)))},
+		},
+		{
+			name: "a later readySince is a new boot: ready",
+			rec:  rec(Crashed, readyAt(at(0), at(9*min))),
+			ev:   Event{Trigger: ReadySinceSeen, At: at(50 * min), ReadySince: at(48 * min)},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, readyAt(at(0), at(48*min)))},
+		},
+		{
+			name: "an answer leaves crashed",
+			rec:  rec(Crashed, readyAt(at(0), at(9*min))),
+			ev:   Event{Trigger: Answered, At: at(50 * min)},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, readyAt(at(0), at(50*min)))},
+		},
+		// What the conductor says
+		{
+			name: "a view that sees the stop keeps what the next reply quotes",
+			rec:  rec(Ready, readyAt(at(0), at(9*min))),
+			ev:   Event{Trigger: PodDown, At: at(30 * min), Status: "EXITED", Lookup: LookupFound},
+			want: policyWant{ActionNone, "", "", false, rec(Stopped, readyAt(at(0), at(9*min)))},
+		},
+		{
+			name: "RUNNING without readySince while waking: loading, seeded from the wake",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   Event{Trigger: PodUp, At: at(6 * min), Status: "RUNNING", Lookup: LookupFound},
+			want: policyWant{ActionNone, "", "", false,
+				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
+		},
+		{
+			name: "down while loading on a wake: waking",
+			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
+			ev:   Event{Trigger: PodDown, At: at(6 * min), Status: "EXITED", Lookup: LookupFound},
+			want: policyWant{ActionNone, "", "", false, rec(Waking, wokeAt(0))},
+		},
+		{
+			name: "down while loading with no wake on the clock: asleep",
+			rec:  rec(Loading, func(r *Record) { r.ModelLoadingSince = at(0) }),
+			ev:   Event{Trigger: PodDown, At: at(6 * min), Status: "EXITED", Lookup: LookupFound},
 			want: policyWant{ActionNone, "", "", false, NewRecord("qwen")},
 		},
 	}
@@ -328,6 +374,9 @@ func TestDecide(t *testing.T) {
 			}
 			if err := CheckPlain(d.Text); err != nil {
 				t.Errorf("reply is not plain text: %v", err)
+			}
+			if want := tt.want.Reply == ReplyCrashed; d.Crashed != want {
+				t.Errorf("Crashed = %v, want %v", d.Crashed, want)
 			}
 		})
 	}
@@ -402,6 +451,8 @@ func TestDescribeWakeResult(t *testing.T) {
 			line{slog.LevelError, "wake refused for pod qwen: status=401 (the conductor's start wants a valid operator token: check RIG_WAKE_TOKEN in the host's environment)"}},
 		{"403 names the token", &WakeResult{Status: 403},
 			line{slog.LevelError, "wake refused for pod qwen: status=403 (the conductor's start wants a valid operator token: check RIG_WAKE_TOKEN in the host's environment)"}},
+		{"answer lost", &WakeResult{Requested: true, Lost: true, Error: "plugin stopped during the call"},
+			line{slog.LevelInfo, "wake requested for pod qwen: in flight (the start's answer was lost: plugin stopped during the call; watching the pod)"}},
 		{"transport failure", &WakeResult{Error: "ECONNREFUSED"}, line{slog.LevelError, "wake failed for pod qwen: ECONNREFUSED"}},
 		{"no result", nil, line{slog.LevelError, "wake failed for pod qwen: no result"}},
 		{"empty result", &WakeResult{}, line{slog.LevelError, "wake failed for pod qwen: no result"}},
@@ -438,8 +489,9 @@ func TestOutcomeEvent(t *testing.T) {
 		{"in flight needs no feedback", &WakeResult{Requested: true, TimedOut: true, TimeoutMs: 3000}, Event{}, false},
 		{"accepted needs no feedback", &WakeResult{Requested: true, Status: 202}, Event{}, false},
 		{"refused", &WakeResult{Status: 409}, Event{Trigger: StartRefused, At: now, HTTPStatus: 409, Wake: wake}, true},
-		{"never sent", &WakeResult{Error: "ECONNREFUSED"}, Event{Trigger: StartFailed, At: now, Wake: wake}, true},
-		{"no result", nil, Event{Trigger: StartFailed, At: now, Wake: wake}, true},
+		{"answer lost: in flight, watched", &WakeResult{Requested: true, Lost: true, Error: "plugin stopped during the call"}, Event{}, false},
+		{"never sent", &WakeResult{Error: "ECONNREFUSED"}, Event{Trigger: StartNotSent, At: now, Wake: wake}, true},
+		{"no result", nil, Event{Trigger: StartNotSent, At: now, Wake: wake}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -469,6 +521,8 @@ func TestDescribeDecision(t *testing.T) {
 			slog.LevelInfo, "provider not ready for pod qwen (status RUNNING, model loading) → wait"},
 		{"stuck is an error", "RUNNING", true, Decision{Action: ActionWait, Stuck: true},
 			slog.LevelError, "provider not ready for pod qwen (status RUNNING, model loading) → wait — STUCK: up but not answering"},
+		{"crashed is an error", "RUNNING", true, Decision{Action: ActionWait, Crashed: true},
+			slog.LevelError, "provider not ready for pod qwen (status RUNNING, model loading) → wait — CRASHED: was answering, stopped while RUNNING"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -483,6 +537,9 @@ func TestDescribeDecision(t *testing.T) {
 // TestDescribe is the reply a resume gets when the model is not freshly
 // ready: the state's reply, never a wake.
 func TestDescribe(t *testing.T) {
+	found := View{Status: "EXITED", Lookup: LookupFound}
+	running := View{Status: "RUNNING", IsRunning: true, Lookup: LookupFound}
+	loadingOn := func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }
 	tests := []struct {
 		name string
 		rec  Record
@@ -491,19 +548,21 @@ func TestDescribe(t *testing.T) {
 		want ReplyKey
 		text string
 	}{
-		{"cache only", rec(Waking, wokeAt(0)), View{Status: "RUNNING", Running: true, Lookup: LookupFound, FromCache: true}, at(5 * min),
+		{"cache only", rec(Waking, wokeAt(0)), View{Status: "RUNNING", IsRunning: true, Lookup: LookupFound, FromCache: true}, at(5 * min),
 			ReplyUnreadable, "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes."},
 		{"unreadable", rec(Waking, wokeAt(0)), View{Lookup: LookupUnreadable}, at(5 * min),
 			ReplyUnreadable, "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes."},
-		{"running, loading on the wake", rec(Waking, wokeAt(0)), View{Status: "RUNNING", Running: true, Lookup: LookupFound}, at(7 * min),
+		{"loading on the wake", rec(Loading, loadingOn), running, at(7 * min),
 			ReplyLoadingWaking, "Still waking — 7 min elapsed; the GPU is up and the model is loading. Ask again shortly."},
-		{"running past the ceiling", rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }), View{Status: "RUNNING", Running: true, Lookup: LookupFound}, at(21 * min),
+		{"loading past the ceiling", rec(Loading, loadingOn), running, at(21 * min),
 			ReplyStuck, "The model server has been up for 21 minutes and still is not answering — it may be stuck. Someone needs to look at the pod."},
+		{"crashed", rec(Crashed, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(0), at(9*min) }), running, at(30 * min),
+			ReplyCrashed, "The model server answered at 12:09 UTC but has stopped answering — it may have crashed. Someone needs to look at the pod."},
 		{"waking in the window", rec(Waking, wokeAt(0)), View{Status: "CREATED", Lookup: LookupFound}, at(4 * min),
 			ReplyStillWaking, "Still waking — 4 min elapsed, usually ready by ~9. Ask again shortly."},
-		{"stopped again after ready", rec(Ready, func(r *Record) { r.WakeRequestedAt, r.Outcome, r.ReadyAt = at(0), OutcomeReady, at(9*min) }), View{Status: "EXITED", Lookup: LookupFound}, at(12 * min),
+		{"stopped again after ready", rec(Stopped, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(0), at(9*min) }), found, at(12 * min),
 			ReplyResumeWaiting, "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU."},
-		{"window over", rec(Waking, wokeAt(0)), View{Status: "EXITED", Lookup: LookupFound}, at(16 * min),
+		{"window over", rec(Waking, wokeAt(0)), found, at(16 * min),
 			ReplyResumeWaiting, "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU."},
 	}
 	pod, err := NewPod(DefaultPolicy())
@@ -538,7 +597,6 @@ func TestRecordEqual(t *testing.T) {
 		"state":    func(r *Record) { r.State = Stuck },
 		"wake":     func(r *Record) { r.WakeRequestedAt = at(time.Second) },
 		"loading":  func(r *Record) { r.ModelLoadingSince = time.Time{} },
-		"outcome":  func(r *Record) { r.Outcome = OutcomeReady },
 		"ready at": func(r *Record) { r.ReadyAt = at(0) },
 		"status":   func(r *Record) { r.RefusedStatus = 409 },
 		"pod":      func(r *Record) { r.Pod = "other" },
@@ -548,5 +606,37 @@ func TestRecordEqual(t *testing.T) {
 		if a.Equal(c) {
 			t.Errorf("a change of %s must not be equal", name)
 		}
+	}
+}
+
+// TestRecordFromBeforeStates: a record stored when the wake's outcome was a
+// field beside the state reads as the state that outcome now is.
+func TestRecordFromBeforeStates(t *testing.T) {
+	tests := []struct {
+		name, json string
+		want       Record
+	}{
+		{"a start never sent was refused + start-failed",
+			`{"pod":"qwen","state":"refused","wakeRequestedAt":"2026-09-09T12:00:00Z","outcome":"start-failed"}`,
+			rec(StartFailed, wokeAt(0))},
+		{"a refusal stays refused",
+			`{"pod":"qwen","state":"refused","wakeRequestedAt":"2026-09-09T12:00:00Z","outcome":"refused","refusedStatus":409}`,
+			rec(Refused, func(r *Record) { r.WakeRequestedAt, r.RefusedStatus = at(0), 409 })},
+		{"ready keeps its time",
+			`{"pod":"qwen","state":"ready","wakeRequestedAt":"2026-09-09T12:00:00Z","outcome":"ready","readyAt":"2026-09-09T12:09:00Z"}`,
+			rec(Ready, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(0), at(9*min) })},
+		{"today's record", `{"pod":"qwen","state":"stopped","readyAt":"2026-09-09T12:09:00Z"}`,
+			rec(Stopped, func(r *Record) { r.ReadyAt = at(9 * min) })},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got Record
+			if err := json.Unmarshal([]byte(tt.json), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.want.Equal(got) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

@@ -2,14 +2,17 @@ package machines
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/wakeonchat/wakeonchat/engine"
 )
 
-// randomEvent draws an event at now: not-ready variants, model loading, and
+// randomEvent draws an event at now: turns, what the conductor says, and
 // outcomes for the current wake, a superseded one, or none.
 func randomEvent(r *rand.Rand, rec Record, now time.Time) Event {
 	wakeOf := func() time.Time {
@@ -22,22 +25,30 @@ func randomEvent(r *rand.Rand, rec Record, now time.Time) Event {
 			return time.Time{}
 		}
 	}
-	switch r.IntN(9) {
-	case 0, 1, 2:
-		status := []string{"EXITED", "CREATED", "RUNNING", "UNKNOWN", ""}[r.IntN(5)]
-		lookup := []string{LookupFound, LookupFound, LookupNotFound, LookupUnreadable, ""}[r.IntN(5)]
+	since := func() time.Time { return now.Add(-time.Duration(r.IntN(40*60)) * time.Second) }
+	switch r.IntN(12) {
+	case 0, 1:
+		status := []string{"EXITED", "CREATED", "RUNNING", ""}[r.IntN(4)]
+		lookup := []string{LookupFound, LookupFound, LookupNotFound, ""}[r.IntN(4)]
 		return Event{Trigger: NotReady, At: now, Status: status, Lookup: lookup}
-	case 3, 4:
-		return Event{Trigger: ModelLoading, At: now}
+	case 2:
+		return Event{Trigger: Unreadable, At: now, Lookup: LookupUnreadable}
+	case 3:
+		return Event{Trigger: ModelLoading, At: now, Status: "RUNNING"}
+	case 4:
+		return Event{Trigger: Answered, At: now}
 	case 5:
-		return Event{Trigger: ReadySinceSeen, At: now, Wake: wakeOf(),
-			ReadySince: now.Add(-time.Duration(r.IntN(40*60)) * time.Second)}
+		return Event{Trigger: PodDown, At: now, Status: "EXITED"}
 	case 6:
-		return Event{Trigger: NeverReadySeen, At: now, Wake: wakeOf()}
+		return Event{Trigger: PodUp, At: now, Status: "RUNNING"}
 	case 7:
+		return Event{Trigger: ReadySinceSeen, At: now, Status: "RUNNING", ReadySince: since()}
+	case 8:
+		return Event{Trigger: NeverReadySeen, At: now, Wake: wakeOf()}
+	case 9:
 		return Event{Trigger: StartRefused, At: now, Wake: wakeOf(), HTTPStatus: []int{401, 403, 404, 409, 500, 503}[r.IntN(6)]}
 	default:
-		return Event{Trigger: StartFailed, At: now, Wake: wakeOf()}
+		return Event{Trigger: StartNotSent, At: now, Wake: wakeOf()}
 	}
 }
 
@@ -65,10 +76,12 @@ func randomStep(r *rand.Rand, p Timings) time.Duration {
 //   - no error: every event is handled from every state;
 //   - every reply is plain text with no URL or markdown, and names no pod
 //     but the record's own;
-//   - never a second wake inside the window unless the current wake's
-//     outcome was known (refused, never sent, never ready, or ready and
-//     stopped);
-//   - model loading never wakes; outcome events never reply;
+//   - never a second wake inside the window while the current wake's
+//     outcome is unknown (waking, loading, stuck);
+//   - only notReady wakes; observations and outcomes never reply;
+//   - after the conductor says the pod is up (down), the state is one of
+//     the up (down) states, or never-ready (a failed wake, either way):
+//     what GET /api/pods reports always agrees;
 //   - the record handed in is never changed.
 func TestProperties(t *testing.T) {
 	policy := DefaultPolicy()
@@ -87,7 +100,7 @@ func TestProperties(t *testing.T) {
 			before := rec
 			d, next, err := pod.Decide(rec, ev)
 			if err != nil {
-				t.Fatalf("seed %d step %d: %+v: %v", seed, i, ev, err)
+				t.Fatalf("seed %d step %d: %+v from %s: %v", seed, i, ev, rec.State, err)
 			}
 			if diff := cmp.Diff(before, rec); diff != "" {
 				t.Fatalf("seed %d step %d: record handed in changed:\n%s", seed, i, diff)
@@ -99,13 +112,27 @@ func TestProperties(t *testing.T) {
 				t.Fatalf("seed %d step %d: reply %q carries more than the pod name", seed, i, d.Text)
 			}
 			switch ev.Trigger {
-			case NotReady, ModelLoading:
-				if d.Reply == "" || d.Text == "" {
+			case NotReady, ModelLoading, Unreadable:
+				if d.Reply == "" || d.Text == "" || d.Action == ActionNone {
 					t.Fatalf("seed %d step %d: a turn got no reply", seed, i)
 				}
 			default:
 				if d.Reply != "" || d.Action != ActionNone {
-					t.Fatalf("seed %d step %d: outcome event decided %s/%s", seed, i, d.Action, d.Reply)
+					t.Fatalf("seed %d step %d: %s decided %s/%s", seed, i, ev.Trigger, d.Action, d.Reply)
+				}
+			}
+			switch ev.Trigger {
+			case PodDown:
+				if !slices.Contains(DownStates, next.State) && next.State != NeverReady {
+					t.Fatalf("seed %d step %d: the pod is down and the state is %s", seed, i, next.State)
+				}
+			case PodUp, ReadySinceSeen, ModelLoading:
+				if !slices.Contains(UpStates, next.State) && next.State != NeverReady {
+					t.Fatalf("seed %d step %d: the pod is up and the state is %s", seed, i, next.State)
+				}
+			case Answered:
+				if next.State != Ready {
+					t.Fatalf("seed %d step %d: answered, and the state is %s", seed, i, next.State)
 				}
 			}
 			if d.Action == ActionWake {
@@ -113,15 +140,12 @@ func TestProperties(t *testing.T) {
 					t.Fatalf("seed %d step %d: %s woke the pod", seed, i, ev.Trigger)
 				}
 				inWindow := !rec.WakeRequestedAt.IsZero() && now.Sub(rec.WakeRequestedAt) <= policy.Timings.WakeWindow
-				if inWindow && rec.Outcome == OutcomeNone {
-					t.Fatalf("seed %d step %d: a second wake inside the window with no outcome: %+v", seed, i, rec)
+				if inWindow && slices.Contains([]engine.State{Waking, Loading, Stuck}, rec.State) {
+					t.Fatalf("seed %d step %d: a second wake inside the window from %s: %+v", seed, i, rec.State, rec)
 				}
-				if !next.WakeRequestedAt.Equal(now) || next.Outcome != OutcomeNone || !next.ModelLoadingSince.IsZero() {
+				if !next.WakeRequestedAt.Equal(now) || next.State != Waking || !next.ModelLoadingSince.IsZero() {
 					t.Fatalf("seed %d step %d: a wake must start a fresh clock: %+v", seed, i, next)
 				}
-			}
-			if ev.Lookup == LookupUnreadable && ev.Trigger == NotReady && d.Action != ActionWait {
-				t.Fatalf("seed %d step %d: UNREADABLE must wait", seed, i)
 			}
 			rec = next
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/template"
 	"time"
+
+	"github.com/wakeonchat/wakeonchat/specs"
 )
 
 // ReplyKey names one of the wake policy's replies; operators word them in
@@ -22,6 +24,7 @@ const (
 	ReplyLoading          ReplyKey = "loading"
 	ReplyLoadingWaking    ReplyKey = "loading_waking"
 	ReplyStuck            ReplyKey = "stuck"
+	ReplyCrashed          ReplyKey = "crashed"
 	ReplyUnreadable       ReplyKey = "unreadable"
 	ReplyReadyThenStopped ReplyKey = "ready_then_stopped"
 	ReplyNeverReady       ReplyKey = "never_ready"
@@ -32,11 +35,27 @@ const (
 	ReplyResumeWaiting ReplyKey = "resume_waiting"
 )
 
-// ReplyKeys lists every reply key in a stable order.
-var ReplyKeys = []ReplyKey{
-	ReplyWaking, ReplyStillWaking, ReplyRewake, ReplyLoading, ReplyLoadingWaking,
-	ReplyStuck, ReplyUnreadable, ReplyReadyThenStopped, ReplyNeverReady, ReplyRefused,
-	ReplyWakeFailed, ReplyResumeWaiting,
+// ReplyKeys lists every reply key: the "reply:KEY" effects of the pod
+// lifecycle table, in the table's order, then the replies only Describe
+// gives. A new reply is a row's effect and a default text; nothing else
+// lists it.
+var ReplyKeys = replyKeys()
+
+// describeOnly are the replies no row gives: Describe's alone.
+var describeOnly = []ReplyKey{ReplyResumeWaiting}
+
+func replyKeys() []ReplyKey {
+	t, err := specs.PodLifecycle()
+	if err != nil {
+		panic(err) // embedded at build time; a test parses it
+	}
+	var keys []ReplyKey
+	for _, e := range t.Effects {
+		if k, ok := strings.CutPrefix(e, "reply:"); ok {
+			keys = append(keys, ReplyKey(k))
+		}
+	}
+	return append(keys, describeOnly...)
 }
 
 // DefaultReplies returns the default wording of every reply, as text/template
@@ -49,6 +68,7 @@ func DefaultReplies() map[ReplyKey]string {
 		ReplyLoading:          "The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.",
 		ReplyLoadingWaking:    "Still waking — {{.ElapsedMinutes}} min elapsed; the GPU is up and the model is loading. Ask again shortly.",
 		ReplyStuck:            "The model server has been up for {{.LoadingMinutes}} minutes and still is not answering — it may be stuck. Someone needs to look at the pod.",
+		ReplyCrashed:          "The model server answered at {{.ReadyAt}} but has stopped answering — it may have crashed. Someone needs to look at the pod.",
 		ReplyUnreadable:       "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.",
 		ReplyReadyThenStopped: "The GPU woke and was ready at {{.ReadyAt}}, then stopped — it shuts down after {{.IdleMinutes}} idle minutes. Waking it again — about {{.ExpectedMinutes}} minutes.",
 		ReplyNeverReady:       "The wake requested at {{.WakeRequestedAt}} did not complete — the GPU never became ready. Waking it again — about {{.ExpectedMinutes}} minutes.",
@@ -65,7 +85,7 @@ type ReplyData struct {
 	ExpectedMinutes int    // expected_wake in whole minutes
 	LoadingMinutes  int    // whole minutes the model has been loading
 	IdleMinutes     int    // pod_idle_stop in whole minutes
-	ReadyAt         string // when the last wake became ready: "15:04 UTC", date-prefixed when not today
+	ReadyAt         string // when the last ready boot became ready: "15:04 UTC", date-prefixed when not today
 	WakeRequestedAt string // when the current wake was requested, same format
 	Status          int    // the HTTP status of a refused start
 }

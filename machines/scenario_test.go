@@ -21,7 +21,7 @@ func stepEvent(st specs.Step, rec Record) Event {
 		HTTPStatus: st.HTTPStatus,
 		Wake:       st.Wake,
 	}
-	if ev.Trigger == NotReady {
+	if ev.Trigger == NotReady || ev.Trigger == PodDown {
 		if ev.Status == "" {
 			ev.Status = "EXITED"
 		}
@@ -36,11 +36,12 @@ func stepEvent(st specs.Step, rec Record) Event {
 }
 
 type stepResult struct {
-	Action string
-	Reply  string
-	Text   string
-	State  string
-	Stuck  bool
+	Action  string
+	Reply   string
+	Text    string
+	State   string
+	Stuck   bool
+	Crashed bool
 }
 
 // TestScenarios replays every timeline in specs/scenarios with the default
@@ -66,8 +67,8 @@ func TestScenarios(t *testing.T) {
 				if err != nil {
 					t.Fatalf("step %d (%s %s): %v", i+1, st.At.Format("15:04:05.000"), st.Event, err)
 				}
-				want := stepResult{Action: st.Action, Reply: st.Reply, Text: st.Text, State: st.State, Stuck: st.Stuck}
-				got := stepResult{Action: string(d.Action), Reply: string(d.Reply), Text: d.Text, State: string(next.State), Stuck: d.Stuck}
+				want := stepResult{Action: st.Action, Reply: st.Reply, Text: st.Text, State: st.State, Stuck: st.Stuck, Crashed: st.Crashed}
+				got := stepResult{Action: string(d.Action), Reply: string(d.Reply), Text: d.Text, State: string(next.State), Stuck: d.Stuck, Crashed: d.Crashed}
 				if diff := cmp.Diff(want, got); diff != "" {
 					t.Errorf("step %d (%s %s, %s) (-want +got):\n%s", i+1, st.At.Format("15:04:05.000"), st.Event, st.Note, diff)
 				}

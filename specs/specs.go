@@ -40,16 +40,44 @@ type tableFile struct {
 	Guards   []string `toml:"guards"`
 	Effects  []string `toml:"effects"`
 	Rows     []struct {
-		From    string   `toml:"from"`
+		From    names    `toml:"from"`
 		On      string   `toml:"on"`
 		Guard   string   `toml:"guard"`
 		To      string   `toml:"to"`
 		Effects []string `toml:"effects"`
 	} `toml:"row"`
 	Ignores []struct {
-		From string `toml:"from"`
-		On   string `toml:"on"`
+		From names `toml:"from"`
+		On   names `toml:"on"`
 	} `toml:"ignore"`
+}
+
+// names is a name or a list of names: `from = "waking"` or
+// `from = ["waking", "loading"]`.
+type names []string
+
+func (n *names) UnmarshalTOML(v any) error {
+	switch v := v.(type) {
+	case string:
+		*n = names{v}
+		return nil
+	case []any:
+		out := make(names, 0, len(v))
+		for _, e := range v {
+			s, ok := e.(string)
+			if !ok {
+				return fmt.Errorf("want a name or a list of names, got %T in the list", e)
+			}
+			out = append(out, s)
+		}
+		if len(out) == 0 {
+			return fmt.Errorf("empty list of names")
+		}
+		*n = out
+		return nil
+	default:
+		return fmt.Errorf("want a name or a list of names, got %T", v)
+	}
 }
 
 // PodLifecycle parses the embedded pod lifecycle table.
@@ -58,7 +86,10 @@ func PodLifecycle() (engine.Table, error) {
 }
 
 // ParseTable parses a transition table in the pod-lifecycle.toml format.
-// Unknown keys are errors; the table's meaning is checked by engine.Compile.
+// A row or an ignore whose from lists several states becomes one engine row
+// or ignore per state, in the order listed (an ignore's on may list several
+// triggers too). Unknown keys are errors; the table's meaning is checked by
+// engine.Compile.
 func ParseTable(src []byte) (engine.Table, error) {
 	var f tableFile
 	md, err := toml.Decode(string(src), &f)
@@ -80,14 +111,26 @@ func ParseTable(src []byte) (engine.Table, error) {
 	for _, tr := range f.Triggers {
 		t.Triggers = append(t.Triggers, engine.Trigger(tr))
 	}
-	for _, r := range f.Rows {
-		t.Rows = append(t.Rows, engine.Row{
-			From: engine.State(r.From), On: engine.Trigger(r.On), Guard: r.Guard,
-			To: engine.State(r.To), Effects: slices.Clone(r.Effects),
-		})
+	for i, r := range f.Rows {
+		if len(r.From) == 0 {
+			return engine.Table{}, fmt.Errorf("transition table: row %d has no from", i+1)
+		}
+		for _, from := range r.From {
+			t.Rows = append(t.Rows, engine.Row{
+				From: engine.State(from), On: engine.Trigger(r.On), Guard: r.Guard,
+				To: engine.State(r.To), Effects: slices.Clone(r.Effects),
+			})
+		}
 	}
-	for _, ig := range f.Ignores {
-		t.Ignores = append(t.Ignores, engine.Ignore{From: engine.State(ig.From), On: engine.Trigger(ig.On)})
+	for i, ig := range f.Ignores {
+		if len(ig.From) == 0 || len(ig.On) == 0 {
+			return engine.Table{}, fmt.Errorf("transition table: ignore %d needs from and on", i+1)
+		}
+		for _, from := range ig.From {
+			for _, on := range ig.On {
+				t.Ignores = append(t.Ignores, engine.Ignore{From: engine.State(from), On: engine.Trigger(on)})
+			}
+		}
 	}
 	return t, nil
 }
@@ -121,7 +164,8 @@ type Step struct {
 	Reply  string `toml:"reply"`  // the reply key, "" when none
 	Text   string `toml:"text"`   // the reply with default wording
 	State  string `toml:"state"`  // the state after the step
-	Stuck  bool   `toml:"stuck"`
+	Stuck   bool  `toml:"stuck"`   // the decision is logged STUCK
+	Crashed bool  `toml:"crashed"` // the decision is logged CRASHED
 }
 
 // Scenarios parses every embedded scenario, in file-name order.

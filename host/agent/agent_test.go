@@ -55,7 +55,7 @@ func (m *memHistory) AppendTurn(session string, user, assistant store.Message) e
 }
 
 func TestProcessFallback(t *testing.T) {
-	notReady := resolve.NewNotReadyError("qwen", resolve.Resolution{Status: "EXITED"}, false, nil)
+	notReady := resolve.NewNotReadyError("qwen", resolve.Resolution{Status: "EXITED"}, false)
 	tests := []struct {
 		name         string
 		first        error

@@ -115,10 +115,6 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err := a.startPlugins(ctx, o.Getenv, o.Simulate); err != nil {
 		return nil, err
 	}
-	models, pods, err := a.models(o.Getenv, o.Simulate)
-	if err != nil {
-		return nil, err
-	}
 	replies, err := cfg.ParsedReplies()
 	if err != nil {
 		return nil, err
@@ -128,18 +124,20 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		return nil, err
 	}
 	a.coord = wake.New(wake.Config{
-		Pod: pod, Records: a.store, Clock: a.clock, Logger: a.log,
-		WatchPoll: cfg.Timings.WatchPoll.Duration, WakeWatch: cfg.Timings.WakeWatch.Duration,
-		ReadySlack: cfg.Timings.ReadySlack.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
+		Pod: pod, Records: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
+		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
 	})
-	// A wake in flight when the host stopped is watched again, with the
-	// same capabilities a not-ready error carries for its pod. A pod no
-	// longer configured is left alone.
-	if err := a.coord.Resume(func(p string) wake.Capabilities {
-		if _, ok := pods[p]; !ok {
-			return nil
-		}
-		return resolve.PodCapabilities(p, a.gpu)
+	// Every resolver tells the machine what the conductor says and which
+	// turns were answered.
+	models, pods, err := a.models(o.Getenv, o.Simulate, a.coord)
+	if err != nil {
+		return nil, err
+	}
+	// A wake in flight when the host stopped is watched again, from the
+	// store alone. A pod no longer configured is left alone.
+	if err := a.coord.Resume(func(p string) bool {
+		_, ok := pods[p]
+		return ok
 	}); err != nil {
 		return nil, fmt.Errorf("resuming wake watches: %w", err)
 	}
@@ -163,7 +161,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages,
 		}),
 		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Clock: a.clock, Logger: a.log,
-		MaxBody: cfg.Server.MaxBodyBytes, Slack: cfg.Timings.ReadySlack.Duration,
+		MaxBody: cfg.Server.MaxBodyBytes,
 		Once:     pinned((*resolve.Model).CompleteOnce),
 		NoResend: pinned((*resolve.Model).CompleteNoResend),
 		Ready:    a.ready,

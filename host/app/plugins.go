@@ -68,7 +68,7 @@ func (a *App) startPlugins(ctx context.Context, getenv func(string) string, simu
 // models builds one resolve.Model per provider, and one resolver per pod.
 // A provider whose API key variable is unset is a config-class failure at
 // every turn (D5): the host starts, logs it once, and answers 502.
-func (a *App) models(getenv func(string) string, simulate bool) (map[string]*resolve.Model, map[string]*resolve.Resolver, error) {
+func (a *App) models(getenv func(string) string, simulate bool, observer resolve.Observer) (map[string]*resolve.Model, map[string]*resolve.Resolver, error) {
 	models := make(map[string]*resolve.Model, len(a.cfg.Providers))
 	pods := make(map[string]*resolve.Resolver)         // by pod: the view GET /api/pods serves
 	resolvers := make(map[[2]string]*resolve.Resolver) // by pod and path: shared by providers
@@ -81,6 +81,7 @@ func (a *App) models(getenv func(string) string, simulate bool) (map[string]*res
 			if !ok {
 				r = resolve.NewResolver(a.gpu, p.Pod, p.Path)
 				r.SetLookupTimeout(a.cfg.Conductor.LookupTimeout.Duration + time.Second)
+				r.SetObserver(observer)
 				resolvers[key] = r
 			}
 			if _, ok := pods[p.Pod]; !ok {

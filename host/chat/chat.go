@@ -12,7 +12,6 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/machines"
-	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
 // reply is the body of every 200 from /api/chat: a model's answer and every
@@ -122,7 +121,7 @@ func (s *Server) settle(w http.ResponseWriter, ctx context.Context, req request,
 		s.answered(w, req, res)
 		return nil, machines.Decision{}, true
 	}
-	nr, ok := wakeable(err)
+	nr, ok := s.wakeable(err)
 	if !ok {
 		s.failed(w, session, err)
 		return nil, machines.Decision{}, true
@@ -184,13 +183,20 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 			s.failed(w, req.SessionID, perr)
 			return
 		}
-		rec, view, fresh := s.readiness(ctx, p.Pod)
-		if fresh {
-			// The conductor still calls it ready, but nothing answered: the
-			// model is not serving (yet, or any more). Say so, as loading.
-			view = machines.View{Status: pluginapi.StatusRunning, Running: true, Lookup: machines.LookupFound}
+		var text string
+		if nr != nil && nr.ModelLoading {
+			// RUNNING and not answering is an event the machine takes (it
+			// never wakes): loading, stuck or crashed.
+			d, err := s.notReady(ctx, nr)
+			if err != nil {
+				s.failed(w, req.SessionID, err)
+				return
+			}
+			text = d.Text
+		} else {
+			rec, view, _ := s.readiness(ctx, p.Pod)
+			text = s.describe(rec, view)
 		}
-		text := s.describe(rec, view)
 		s.cfg.Logger.Warn("resume: the pod stopped before the turn ran; pending wake kept", "session", req.SessionID, "pod", p.Pod)
 		writeJSON(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
 		return
@@ -198,25 +204,30 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 	s.failed(w, req.SessionID, err)
 }
 
-// readiness asks the conductor about pod now and reports whether it is
-// freshly ready: confirmed now (not from cache), RUNNING, with a valid
-// readySince no earlier than the current wake minus ready_slack. It also
-// returns the pod's record and view, for the state's reply when it is not.
+// readiness asks the conductor about pod now (the answer reaches the
+// machine through the resolver's observer) and reports whether the model is
+// freshly ready: the machine says ready, and the conductor said so now, not
+// from cache (machines.Reports). It also returns the pod's record and view,
+// for the state's reply when it is not.
 func (s *Server) readiness(ctx context.Context, pod string) (machines.Record, machines.View, bool) {
+	view := machines.View{Lookup: machines.LookupUnreadable}
+	if podView, ok := s.cfg.Pods[pod]; ok {
+		if res, err := podView.Lookup(ctx); err == nil {
+			view = viewOf(res)
+		}
+	}
 	rec, err := s.cfg.Wake.Record(pod)
 	if err != nil {
-		rec = machines.NewRecord(pod)
+		return machines.NewRecord(pod), machines.View{Lookup: machines.LookupUnreadable}, false
 	}
-	podView, ok := s.cfg.Pods[pod]
-	if !ok {
-		return rec, machines.View{Lookup: machines.LookupUnreadable}, false
-	}
-	res, err := podView.Lookup(ctx)
-	if err != nil {
-		return rec, machines.View{Lookup: machines.LookupUnreadable}, false
-	}
-	v := machines.View{Status: res.Status, Running: res.Endpoint != "", Lookup: string(res.Lookup), FromCache: res.FromCache}
-	return rec, v, fresh(res, rec, s.cfg.Slack)
+	_, ready := machines.Reports(rec, view)
+	return rec, view, ready
+}
+
+// viewOf is what the conductor said, as the machine reads it.
+func viewOf(res resolve.Resolution) machines.View {
+	return machines.View{Status: res.Status, IsRunning: res.IsRunning, Lookup: string(res.Lookup),
+		ReadySince: res.ReadySince, FromCache: res.FromCache}
 }
 
 // describe is the state's reply for a turn that must not wake.
@@ -230,28 +241,19 @@ func (s *Server) describe(rec machines.Record, v machines.View) string {
 	return text
 }
 
-// fresh is the readiness a resume and GET /api/pods/{name} "ready" require.
-func fresh(res resolve.Resolution, rec machines.Record, slack time.Duration) bool {
-	if res.FromCache || !res.IsRunning || res.Status != pluginapi.StatusRunning || res.Endpoint == "" {
-		return false
-	}
-	since, err := time.Parse(time.RFC3339, res.ReadySince)
-	if err != nil {
-		return false
-	}
-	return rec.WakeRequestedAt.IsZero() || !since.Before(rec.WakeRequestedAt.Add(-slack))
-}
-
-// notReady runs the wake policy for a not-ready turn.
+// notReady runs the pod lifecycle machine for a not-ready turn.
 func (s *Server) notReady(ctx context.Context, nr *resolve.NotReadyError) (machines.Decision, error) {
-	return s.cfg.Wake.NotReady(ctx, nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading, nr)
+	return s.cfg.Wake.NotReady(ctx, nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading)
 }
 
-// wakeable finds a not-ready error the policy may act on: retryable and
-// carrying its pod's capabilities (D4, D5).
-func wakeable(err error) (*resolve.NotReadyError, bool) {
+// wakeable finds a not-ready error the machine may act on: retryable, about
+// a configured pod (D4, D5).
+func (s *Server) wakeable(err error) (*resolve.NotReadyError, bool) {
 	var nr *resolve.NotReadyError
-	if !errors.As(err, &nr) || !nr.Retryable || !nr.HasCapabilities() {
+	if !errors.As(err, &nr) || !nr.Retryable {
+		return nil, false
+	}
+	if _, ok := s.cfg.Pods[nr.Pod]; !ok {
 		return nil, false
 	}
 	return nr, true

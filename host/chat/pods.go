@@ -33,38 +33,37 @@ func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, unknownPod(name))
 		return
 	}
+	// Lookup first: what the conductor says reaches the machine (through
+	// the resolver's observer) before the record is read, so the state
+	// agrees with it.
+	res, lookupErr := view.Lookup(r.Context())
 	rec, err := s.cfg.Wake.Record(name)
 	if err != nil {
 		s.cfg.Logger.Error("reading the pod record", "pod", name, "err", err)
 		writeError(w, http.StatusInternalServerError, "the pod's record could not be read")
 		return
 	}
-	rep := podReport{Pod: name, State: string(rec.State), Lookup: machines.LookupUnreadable}
-	if rep.State == "" {
-		rep.State = string(machines.Asleep)
+	rep := podReport{Pod: name, Lookup: machines.LookupUnreadable, FromCache: true}
+	v := machines.View{Lookup: machines.LookupUnreadable}
+	if lookupErr == nil {
+		// Otherwise the conductor cannot be reached and nothing is known:
+		// say so, 200, so a polling client keeps polling.
+		v = viewOf(res)
+		rep.Status, rep.IsRunning, rep.Lookup, rep.FromCache = res.Status, res.IsRunning, string(res.Lookup), res.FromCache
+		if !res.ReadySince.IsZero() {
+			rs := res.ReadySince.UTC().Format(time.RFC3339)
+			rep.ReadySince = &rs
+		}
 	}
+	state, ready := machines.Reports(rec, v)
+	rep.State, rep.Ready = string(state), ready
 	if !rec.WakeRequestedAt.IsZero() {
 		t := rec.WakeRequestedAt.UTC()
 		rep.WakeRequestedAt = &t
 	}
-	if rec.Outcome != machines.OutcomeNone {
-		o := string(rec.Outcome)
+	if o := rec.Outcome(); o != "" {
 		rep.Outcome = &o
 	}
-	res, err := view.Lookup(r.Context())
-	if err != nil {
-		// The conductor cannot be reached and nothing is known: say so, 200,
-		// so a polling client keeps polling.
-		rep.FromCache = true
-		writeJSON(w, http.StatusOK, rep)
-		return
-	}
-	rep.Status, rep.IsRunning, rep.Lookup, rep.FromCache = res.Status, res.IsRunning, string(res.Lookup), res.FromCache
-	if res.ReadySince != "" {
-		rs := res.ReadySince
-		rep.ReadySince = &rs
-	}
-	rep.Ready = fresh(res, rec, s.cfg.Slack)
 	writeJSON(w, http.StatusOK, rep)
 }
 

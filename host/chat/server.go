@@ -8,21 +8,19 @@ import (
 	"net/http"
 	"path"
 	"regexp"
-	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
-	"github.com/wakeonchat/wakeonchat/host/wake"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
-// Coordinator runs the wake policy and its side effects; *wake.Coordinator
-// is one.
+// Coordinator runs the pod lifecycle machine and its side effects;
+// *wake.Coordinator is one.
 type Coordinator interface {
-	NotReady(ctx context.Context, pod, status, lookup string, modelLoading bool, caps wake.Capabilities) (machines.Decision, error)
+	NotReady(ctx context.Context, pod, status, lookup string, modelLoading bool) (machines.Decision, error)
 	Record(pod string) (machines.Record, error)
 }
 
@@ -48,7 +46,6 @@ type Config struct {
 	Clock    clock.Clock
 	Logger   *slog.Logger
 	MaxBody  int64
-	Slack    time.Duration // ready_slack
 	Once     OnceFunc      // exactly one completion attempt, for resume
 	NoResend OnceFunc      // a completion that never re-sends an aborted attempt, for wait
 	Ready    func() error  // nil error when the host is ready (for /readyz)

@@ -17,6 +17,11 @@ const (
 	replyLoading    = "The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly."
 	replyWakeFailed = "The last wake request may not have reached the conductor. Trying again — about 9 minutes."
 	replyUnreadable = "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes."
+	// The history turn was answered at 12:26 on the boot the conductor says
+	// was ready since then: when the pod is found down, that boot stopped.
+	replyStopped = "The GPU woke and was ready at 12:26 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes."
+	// ... and when it is RUNNING and the model stops answering, it crashed.
+	replyCrashed = "The model server answered at 12:26 UTC but has stopped answering — it may have crashed. Someone needs to look at the pod."
 )
 
 // The operator lines (README, "Operator log lines").
@@ -30,6 +35,7 @@ const (
 	linePluginCrash  = "plugin crashed; it is relaunched on the next call"
 	lineWakeResumed  = "wake watch resumed for pod qwen: wake requested at 12:26 UTC"
 	lineLoadingWait  = "provider not ready for pod qwen (status RUNNING, model loading) → wait"
+	lineCrashed      = lineLoadingWait + " — CRASHED: was answering, stopped while RUNNING"
 	lineExitedWake   = "provider not ready for pod qwen (status EXITED) → wake"
 	lineExitedWait   = "provider not ready for pod qwen (status EXITED) → wait"
 	lineUnreadableOK = "provider not ready for pod qwen (status UNKNOWN) → wait"
@@ -96,7 +102,7 @@ func refused(code int, lines ...wantLine) row {
 	return row{
 		name: fmt.Sprintf("conductor/start answered %d", code), history: true,
 		inject:     asleep(status(code, "application/json", `{"error":"no","token":"`+secretToken+`"}`)),
-		wantStatus: http.StatusOK, wantReply: e2e.ReplyWaking,
+		wantStatus: http.StatusOK, wantReply: replyStopped,
 		lines:  append([]wantLine{{level: "INFO", msg: lineExitedWake}}, lines...),
 		absent: []string{lineWakeFired, lineWakeFailed},
 		gets:   1, completions: 1, starts: 2,
@@ -152,7 +158,7 @@ var matrix = []row{
 			stale502(e)
 			e.cond.on(routeGetPod, e.cond.downAfter(exited()), exited())
 		},
-		wantStatus: http.StatusOK, wantReply: e2e.ReplyWaking,
+		wantStatus: http.StatusOK, wantReply: replyStopped,
 		lines:  []wantLine{{level: "INFO", msg: lineExitedWake}, {level: "ERROR", msg: "wake failed for pod qwen: ECONNREFUSED"}},
 		absent: []string{lineWakeRefused},
 		gets:   1, completions: 1, starts: 1,
@@ -160,7 +166,7 @@ var matrix = []row{
 	},
 	{
 		name: "conductor/start hanging past start_timeout", history: true, inject: asleep(hang()),
-		wantStatus: http.StatusOK, wantReply: e2e.ReplyWaking,
+		wantStatus: http.StatusOK, wantReply: replyStopped,
 		lines:  []wantLine{{level: "INFO", msg: lineExitedWake}, {level: "INFO", msg: lineInFlight}},
 		absent: []string{lineWakeRefused, lineWakeFailed},
 		gets:   1, completions: 1, starts: 1,
@@ -169,19 +175,34 @@ var matrix = []row{
 
 	// --- the model (the pod RUNNING, its proxy URL on the model server) ---
 	{
+		// The boot answered the history turn: a RUNNING pod whose model
+		// stops answering has crashed, said at once, never woken.
 		name: "model/502 HTML twice", history: true,
 		inject:     modelFault(status(http.StatusBadGateway, "text/html", proxy502)),
-		wantStatus: http.StatusOK, wantReply: replyLoading,
-		lines:  []wantLine{{level: "INFO", msg: lineLoadingWait}},
+		wantStatus: http.StatusOK, wantReply: replyCrashed,
+		lines:  []wantLine{{level: "ERROR", msg: lineCrashed}},
 		absent: []string{lineWakeFired, lineTurnFailed},
 		gets:   1, completions: 2,
 	},
 	{
 		name: "model/connection reset", history: true, inject: modelFault(reset()),
-		wantStatus: http.StatusOK, wantReply: replyLoading,
-		lines:  []wantLine{{level: "INFO", msg: lineLoadingWait}},
+		wantStatus: http.StatusOK, wantReply: replyCrashed,
+		lines:  []wantLine{{level: "ERROR", msg: lineCrashed}},
 		absent: []string{lineWakeFired, lineTurnFailed},
 		gets:   1, completions: 2,
+	},
+	{
+		// Nothing has answered on this boot and the conductor gives no
+		// readySince: the model is still loading (D7).
+		name: "model/502 HTML twice on a boot that never answered",
+		inject: func(e *env) {
+			e.cond.on(routeGetPod, booting(e.model))
+			e.model.on(routeComplete, status(http.StatusBadGateway, "text/html", proxy502))
+		},
+		wantStatus: http.StatusOK, wantReply: replyLoading,
+		lines:  []wantLine{{level: "INFO", msg: lineLoadingWait}},
+		absent: []string{lineWakeFired, lineTurnFailed, "CRASHED"},
+		gets:   2, completions: 2,
 	},
 	{
 		name: "model/hanging past completion_timeout", history: true, inject: modelFault(hang()),
@@ -291,7 +312,7 @@ var matrix = []row{
 		// request is still held by the conductor; host B starts on the same
 		// data dir two minutes later.
 		name: "host/killed mid-wake and restarted", history: true, inject: asleep(hang()),
-		wantStatus: http.StatusOK, wantReply: e2e.ReplyWaking,
+		wantStatus: http.StatusOK, wantReply: replyStopped,
 		lines:  []wantLine{{level: "INFO", msg: lineExitedWake}},
 		absent: []string{lineWakeRefused, lineWakeFailed},
 		gets:   1, completions: 1, starts: 1,

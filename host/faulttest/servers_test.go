@@ -208,6 +208,16 @@ func running(model *server, since time.Time) handler {
 	}
 }
 
+// booting answers that the pod is RUNNING behind model with no readySince:
+// its model has not answered yet.
+func booting(model *server) handler {
+	return func(w http.ResponseWriter, _ *http.Request, _ <-chan struct{}) {
+		writeJSON(w, http.StatusOK, podView{
+			Name: "qwen", Status: "RUNNING", IsRunning: true, ProxyURL: model.url, PodID: "pod-1", Lookup: "FOUND",
+		})
+	}
+}
+
 // exited answers that the pod is EXITED (asleep).
 func exited() handler {
 	return func(w http.ResponseWriter, _ *http.Request, _ <-chan struct{}) {

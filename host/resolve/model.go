@@ -58,12 +58,13 @@ func (m *Model) CompleteNoResend(ctx context.Context, msgs []pluginapi.Message) 
 
 func (m *Model) complete(ctx context.Context, msgs []pluginapi.Message, resendAborted bool) (string, error) {
 	req := pluginapi.CompletionRequest{Model: m.ModelName, Messages: msgs}
-	endpoint, err := m.endpoint(ctx)
+	res, err := m.endpoint(ctx)
 	if err != nil {
 		return "", err
 	}
-	content, err := m.Provider.Complete(ctx, endpoint, req)
+	content, err := m.Provider.Complete(ctx, res.Endpoint, req)
 	if err == nil {
+		m.answered(ctx, res)
 		return content, nil
 	}
 	first := m.providerError(err)
@@ -84,10 +85,11 @@ func (m *Model) complete(ctx context.Context, msgs []pluginapi.Message, resendAb
 
 	content, err = m.Provider.Complete(ctx, fresh.Endpoint, req)
 	if err == nil {
+		m.answered(ctx, fresh)
 		return content, nil
 	}
 	if modelLoading(err) {
-		e := NewNotReadyError(m.Resolver.pod, fresh, true, m.Resolver.gpu)
+		e := NewNotReadyError(m.Resolver.pod, fresh, true)
 		e.Provider = m.Name
 		return "", e
 	}
@@ -97,22 +99,30 @@ func (m *Model) complete(ctx context.Context, msgs []pluginapi.Message, resendAb
 // endpoint is where a turn's first attempt goes: the literal base URL, or
 // the pod's current resolution (its not-ready or lookup error otherwise). A
 // model that cannot be used at all is its *ConfigError.
-func (m *Model) endpoint(ctx context.Context) (string, error) {
+func (m *Model) endpoint(ctx context.Context) (Resolution, error) {
 	switch {
 	case m.ConfigErr != nil:
-		return "", m.ConfigErr
+		return Resolution{}, m.ConfigErr
 	case m.Provider == nil:
-		return "", &ConfigError{Provider: m.Name, Reason: "no provider plugin"}
+		return Resolution{}, &ConfigError{Provider: m.Name, Reason: "no provider plugin"}
 	case m.Resolver != nil:
 		res, err := m.Resolver.Current(ctx)
 		if err != nil {
-			return "", m.named(err)
+			return Resolution{}, m.named(err)
 		}
-		return res.Endpoint, nil
+		return res, nil
 	case m.BaseURL == "":
-		return "", &ConfigError{Provider: m.Name, Reason: "neither pod nor base_url"}
+		return Resolution{}, &ConfigError{Provider: m.Name, Reason: "neither pod nor base_url"}
 	default:
-		return m.BaseURL, nil
+		return Resolution{Endpoint: m.BaseURL}, nil
+	}
+}
+
+// answered tells the resolver's observer that the model of res's pod
+// answered a turn. A literal base URL has no pod to tell about.
+func (m *Model) answered(ctx context.Context, res Resolution) {
+	if m.Resolver != nil && m.Resolver.observer != nil {
+		m.Resolver.observer.Answered(ctx, m.Resolver.pod, res.ReadySince)
 	}
 }
 
@@ -174,17 +184,18 @@ func isGateway(status int) bool {
 // Current). A failure that Complete would have re-resolved on drops the held
 // resolution, so the next turn asks the conductor.
 func (m *Model) CompleteOnce(ctx context.Context, msgs []pluginapi.Message) (string, error) {
-	endpoint, err := m.endpoint(ctx)
+	res, err := m.endpoint(ctx)
 	if err != nil {
 		return "", err
 	}
-	content, err := m.Provider.Complete(ctx, endpoint, pluginapi.CompletionRequest{Model: m.ModelName, Messages: msgs})
+	content, err := m.Provider.Complete(ctx, res.Endpoint, pluginapi.CompletionRequest{Model: m.ModelName, Messages: msgs})
 	if err != nil {
 		if m.Resolver != nil && shouldReresolve(err) {
 			m.Resolver.drop()
 		}
 		return "", m.providerError(err)
 	}
+	m.answered(ctx, res)
 	return content, nil
 }
 

@@ -19,11 +19,10 @@ type outcome struct {
 	FallbackEligible bool
 
 	// *NotReadyError
-	PodStatus       string
-	Lookup          pluginapi.Lookup
-	ModelLoading    bool
-	UserMessage     string
-	HasCapabilities bool
+	PodStatus    string
+	Lookup       pluginapi.Lookup
+	ModelLoading bool
+	UserMessage  string
 
 	// *ProviderError
 	Status           int
@@ -42,7 +41,7 @@ func outcomeOf(content string, err error) outcome {
 		return outcome{Kind: "reply", Content: content}
 	case errors.As(err, &nr):
 		return outcome{Kind: "not ready", Content: content, Provider: nr.Provider, FallbackEligible: nr.FallbackEligible(),
-			PodStatus: nr.Status, Lookup: nr.Lookup, ModelLoading: nr.ModelLoading, UserMessage: nr.UserMessage, HasCapabilities: nr.HasCapabilities()}
+			PodStatus: nr.Status, Lookup: nr.Lookup, ModelLoading: nr.ModelLoading, UserMessage: nr.UserMessage}
 	case errors.As(err, &pe):
 		return outcome{Kind: "provider", Content: content, Provider: pe.Provider, FallbackEligible: pe.FallbackEligible(),
 			Status: pe.Status, TransportFailure: pe.TransportFailure, Aborted: pe.Aborted}
@@ -58,9 +57,9 @@ var (
 	ok    = answer{content: "hello"}
 
 	asleep = outcome{Kind: "not ready", Provider: "openai-api", PodStatus: "EXITED", Lookup: pluginapi.LookupFound,
-		UserMessage: AsleepMessage, HasCapabilities: true}
+		UserMessage: AsleepMessage}
 	loading = outcome{Kind: "not ready", Provider: "openai-api", PodStatus: pluginapi.StatusRunning, Lookup: pluginapi.LookupFound,
-		ModelLoading: true, UserMessage: LoadingMessage, HasCapabilities: true}
+		ModelLoading: true, UserMessage: LoadingMessage}
 )
 
 func plain(status int) outcome {
@@ -152,7 +151,7 @@ func TestModelComplete(t *testing.T) {
 			answers: []answer{failure(503)},
 			pods:    []podAnswer{{pod: pluginapi.Pod{Lookup: pluginapi.LookupUnreadable}}},
 			want: outcome{Kind: "not ready", Provider: "openai-api", Lookup: pluginapi.LookupUnreadable,
-				UserMessage: AsleepMessage, HasCapabilities: true},
+				UserMessage: AsleepMessage},
 			wantGetPod:    1,
 			wantEndpoints: []string{oldURL},
 		},
@@ -162,7 +161,7 @@ func TestModelComplete(t *testing.T) {
 			answers: []answer{failure(502)},
 			pods:    []podAnswer{{pod: pluginapi.Pod{Status: pluginapi.StatusRunning, IsRunning: true}}},
 			want: outcome{Kind: "not ready", Provider: "openai-api", PodStatus: pluginapi.StatusRunning, Lookup: pluginapi.LookupFound,
-				UserMessage: AsleepMessage, HasCapabilities: true},
+				UserMessage: AsleepMessage},
 			wantGetPod:    1,
 			wantEndpoints: []string{oldURL},
 		},

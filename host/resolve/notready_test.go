@@ -2,13 +2,11 @@ package resolve
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,7 +55,7 @@ func TestNotReadyErrorJSON(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := NewNotReadyError("qwen", tt.res, tt.modelLoading, &fakeGPU{})
+			e := NewNotReadyError("qwen", tt.res, tt.modelLoading)
 			e.Provider = "openai-api"
 			// Pointer, value and a wrapping struct all give the same bytes.
 			for _, got := range []string{jsonOf(t, e), jsonOf(t, *e)} {
@@ -90,7 +88,7 @@ func TestNotReadyErrorMessage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := NewNotReadyError("qwen", tt.res, tt.modelLoading, nil)
+			e := NewNotReadyError("qwen", tt.res, tt.modelLoading)
 			e.Provider = tt.provider
 			if diff := cmp.Diff(tt.want, e.Error()); diff != "" {
 				t.Errorf("Error() (-want +got):\n%s", diff)
@@ -99,99 +97,10 @@ func TestNotReadyErrorMessage(t *testing.T) {
 	}
 }
 
-func TestNotReadyErrorWake(t *testing.T) {
-	tests := []struct {
-		name     string
-		startPod func(context.Context, string) (pluginapi.StartResult, error)
-		want     pluginapi.StartResult
-	}{
-		{
-			name: "accepted",
-			startPod: func(context.Context, string) (pluginapi.StartResult, error) {
-				return pluginapi.StartResult{Requested: true, Status: 202}, nil
-			},
-			want: pluginapi.StartResult{Requested: true, Status: 202},
-		},
-		{
-			name: "in flight",
-			startPod: func(context.Context, string) (pluginapi.StartResult, error) {
-				return pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: 3000}, nil
-			},
-			want: pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: 3000},
-		},
-		{
-			name: "plugin error becomes a short class",
-			startPod: func(context.Context, string) (pluginapi.StartResult, error) {
-				return pluginapi.StartResult{Requested: true}, fmt.Errorf(`Post "http://conductor/api/pods/qwen/start": %w`, syscall.ECONNREFUSED)
-			},
-			want: pluginapi.StartResult{Requested: false, Error: "ECONNREFUSED"},
-		},
-		{
-			name: "plugin timeout",
-			startPod: func(context.Context, string) (pluginapi.StartResult, error) {
-				return pluginapi.StartResult{}, fmt.Errorf("rpc: %w", context.DeadlineExceeded)
-			},
-			want: pluginapi.StartResult{Error: "DeadlineExceeded"},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			gpu := &fakeGPU{startPod: tt.startPod}
-			e := NewNotReadyError("qwen", exitedResolution, false, gpu)
-			if !e.HasCapabilities() {
-				t.Fatalf("HasCapabilities() = false, want true")
-			}
-			got := e.Wake(context.Background())
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("Wake (-want +got):\n%s", diff)
-			}
-			if diff := cmp.Diff([]string{"qwen"}, gpu.startNames); diff != "" {
-				t.Errorf("StartPod calls (-want +got):\n%s", diff)
-			}
-			if len(gpu.getNames) != 0 {
-				t.Errorf("Wake read the pod: %v", gpu.getNames)
-			}
-		})
-	}
-}
-
-func TestNotReadyErrorReadPod(t *testing.T) {
-	pod := pluginapi.Pod{Name: "qwen", Status: pluginapi.StatusRunning, IsRunning: true, ReadySince: "2026-09-09T12:33:56Z"}
-	gpu := &fakeGPU{getPod: podScript(podAnswer{pod: pod})}
-	e := NewNotReadyError("qwen", exitedResolution, false, gpu)
-
-	got, err := e.ReadPod(context.Background())
-	if err != nil {
-		t.Fatalf("ReadPod: %v", err)
-	}
-	if diff := cmp.Diff(pod, got); diff != "" {
-		t.Errorf("ReadPod (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"qwen"}, gpu.getNames); diff != "" {
-		t.Errorf("GetPod calls (-want +got):\n%s", diff)
-	}
-	if len(gpu.startNames) != 0 {
-		t.Errorf("ReadPod started the pod: %v", gpu.startNames)
-	}
-}
-
-func TestNotReadyErrorWithoutCapabilities(t *testing.T) {
-	e := NewNotReadyError("qwen", exitedResolution, false, nil)
-	if e.HasCapabilities() {
-		t.Errorf("HasCapabilities() = true, want false")
-	}
-	if diff := cmp.Diff(pluginapi.StartResult{Error: "no capability"}, e.Wake(context.Background())); diff != "" {
-		t.Errorf("Wake (-want +got):\n%s", diff)
-	}
-	if _, err := e.ReadPod(context.Background()); !errors.Is(err, ErrNoCapabilities) {
-		t.Errorf("ReadPod error = %v, want ErrNoCapabilities", err)
-	}
-}
-
 func TestNotReadyErrorLogValue(t *testing.T) {
 	for _, loading := range []bool{false, true} {
 		t.Run(fmt.Sprintf("modelLoading=%t", loading), func(t *testing.T) {
-			e := NewNotReadyError("qwen", runningResolution, loading, &fakeGPU{})
+			e := NewNotReadyError("qwen", runningResolution, loading)
 			e.Provider = "openai-api"
 			var buf bytes.Buffer
 			logger := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{
@@ -226,13 +135,7 @@ func TestNotReadyErrorLogValue(t *testing.T) {
 }
 
 func TestNotReadyErrorSurvivesWrapping(t *testing.T) {
-	gpu := &fakeGPU{
-		startPod: func(context.Context, string) (pluginapi.StartResult, error) {
-			return pluginapi.StartResult{Requested: true, Status: 202}, nil
-		},
-		getPod: podScript(podAnswer{pod: exited()}),
-	}
-	var err error = NewNotReadyError("qwen", exitedResolution, false, gpu)
+	var err error = NewNotReadyError("qwen", exitedResolution, false)
 	err = fmt.Errorf("openai-api: %w", err)
 	err = fmt.Errorf("process with providers: %w", err)
 	err = fmt.Errorf("agent turn: %w", err)
@@ -241,19 +144,7 @@ func TestNotReadyErrorSurvivesWrapping(t *testing.T) {
 	if !errors.As(err, &nr) {
 		t.Fatalf("errors.As found no *NotReadyError in %v", err)
 	}
-	if diff := cmp.Diff(pluginapi.StartResult{Requested: true, Status: 202}, nr.Wake(context.Background())); diff != "" {
-		t.Errorf("Wake (-want +got):\n%s", diff)
-	}
-	if _, err := nr.ReadPod(context.Background()); err != nil {
-		t.Errorf("ReadPod: %v", err)
-	}
-	if diff := cmp.Diff([]string{"qwen"}, gpu.startNames); diff != "" {
-		t.Errorf("StartPod calls (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"qwen"}, gpu.getNames); diff != "" {
-		t.Errorf("GetPod calls (-want +got):\n%s", diff)
-	}
-	if !strings.HasPrefix(err.Error(), "agent turn: process with providers: openai-api: pod qwen not ready") {
-		t.Errorf("wrapped message = %q", err.Error())
+	if nr.Pod != "qwen" || nr.Status != "EXITED" || !nr.Retryable {
+		t.Errorf("fields lost in wrapping: %+v", *nr)
 	}
 }

@@ -131,24 +131,3 @@ func TestLookupIsBounded(t *testing.T) {
 		t.Fatal("a hanging lookup held the caller past the cap")
 	}
 }
-
-// TestPodCapabilities: the capabilities bound without an error act on the
-// pod they were bound to.
-func TestPodCapabilities(t *testing.T) {
-	gpu := &fakeGPU{
-		getPod: func(_ context.Context, name string) (pluginapi.Pod, error) { return pluginapi.Pod{Name: name}, nil },
-		startPod: func(context.Context, string) (pluginapi.StartResult, error) {
-			return pluginapi.StartResult{Requested: true, Status: 202}, nil
-		},
-	}
-	caps := PodCapabilities("qwen", gpu)
-	if r := caps.Wake(context.Background()); !r.Requested || r.Status != 202 {
-		t.Errorf("Wake = %+v", r)
-	}
-	if p, err := caps.ReadPod(context.Background()); err != nil || p.Name != "qwen" {
-		t.Errorf("ReadPod = %+v, %v", p, err)
-	}
-	if diff := cmp.Diff([]string{"qwen"}, gpu.startNames); diff != "" {
-		t.Errorf("started (-want +got):\n%s", diff)
-	}
-}

@@ -19,8 +19,8 @@ type Resolution struct {
 	// Endpoint is the pod's proxy URL joined with the provider's path; ""
 	// when the pod is not ready. Never logged, never in a reply: it is left
 	// out of JSON, String and LogValue.
-	Endpoint   string `json:"-"`
-	ReadySince string
+	Endpoint   string    `json:"-"`
+	ReadySince time.Time // zero when the conductor gave none
 	// FromCache is true when this is the last known ready resolution, served
 	// because the conductor could not be reached (D8). It is never fresh
 	// evidence that the pod is up.
@@ -39,7 +39,7 @@ func (r Resolution) LogValue() slog.Value {
 		slog.String("podId", r.PodID),
 		slog.String("lookup", string(r.Lookup)),
 		slog.Bool("isRunning", r.IsRunning),
-		slog.String("readySince", r.ReadySince),
+		slog.Time("readySince", r.ReadySince),
 		slog.Bool("fromCache", r.FromCache),
 	)
 }
@@ -61,9 +61,10 @@ func (r Resolution) String() string {
 //     keeps the last known ready one, which is served tagged FromCache while
 //     the conductor cannot be reached (D8).
 type Resolver struct {
-	gpu  pluginapi.GPU
-	pod  string
-	path string
+	gpu      pluginapi.GPU
+	pod      string
+	path     string
+	observer Observer // nil: nobody is told
 
 	flight  flight
 	timeout time.Duration // cap on one shared lookup; see SetLookupTimeout
@@ -82,6 +83,22 @@ type Resolver struct {
 func NewResolver(gpu pluginapi.GPU, pod, path string) *Resolver {
 	return &Resolver{gpu: gpu, pod: pod, path: path, timeout: DefaultLookupTimeout}
 }
+
+// Observer is told what the resolver learns about a pod, whoever asked: the
+// wake coordinator feeds it to the pod lifecycle machine, so the machine
+// hears every read of the pod (a turn's, a view's) and every answer of its
+// model. Neither method may call back into the Resolver or its Models.
+type Observer interface {
+	// Observe is every answer the conductor gives.
+	Observe(ctx context.Context, pod string, p pluginapi.Pod)
+	// Answered is every turn the pod's model answered, with the
+	// conductor's readySince of the resolution it answered on.
+	Answered(ctx context.Context, pod string, readySince time.Time)
+}
+
+// SetObserver makes o hear every conductor answer and every answered turn.
+// Call it before the resolver is used.
+func (r *Resolver) SetObserver(o Observer) { r.observer = o }
 
 // DefaultLookupTimeout caps one conductor lookup until SetLookupTimeout says
 // otherwise.
@@ -131,7 +148,7 @@ func (r *Resolver) Refresh(ctx context.Context) (Resolution, error) {
 		return last, nil
 	}
 	if !res.ready() {
-		return Resolution{}, NewNotReadyError(r.pod, res, false, r.gpu)
+		return Resolution{}, NewNotReadyError(r.pod, res, false)
 	}
 	return res, nil
 }
@@ -165,6 +182,9 @@ func (r *Resolver) ask(ctx context.Context) (Resolution, error) {
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
 		defer cancel()
 		p, err := r.gpu.GetPod(lctx, r.pod)
+		if err == nil && r.observer != nil {
+			r.observer.Observe(lctx, r.pod, p)
+		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if err != nil {

@@ -87,9 +87,6 @@ func TestResolverNotReady(t *testing.T) {
 			if diff := cmp.Diff(tt.want, *nr, cmpopts.IgnoreUnexported(NotReadyError{})); diff != "" {
 				t.Errorf("NotReadyError (-want +got):\n%s", diff)
 			}
-			if !nr.HasCapabilities() {
-				t.Errorf("HasCapabilities() = false, want true")
-			}
 
 			// The held resolution was dropped: the next turn asks again.
 			next, err := r.Current(context.Background())
@@ -358,5 +355,87 @@ func TestResolutionNeverShowsEndpoint(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "qwen") {
 		t.Errorf("nothing shown at all, the check above cannot fail:\n%s", b.String())
+	}
+}
+
+// recordingObserver keeps every pod it was told about.
+type recordingObserver struct {
+	mu       sync.Mutex
+	seen     []pluginapi.Pod
+	answered []time.Time // readySince of each answered turn
+}
+
+func (o *recordingObserver) Answered(_ context.Context, pod string, readySince time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.answered = append(o.answered, readySince)
+}
+
+func (o *recordingObserver) Observe(_ context.Context, pod string, p pluginapi.Pod) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seen = append(o.seen, p)
+}
+
+// TestResolverObserver: every answer of the conductor, to whichever call
+// asked, reaches the observer once; a failed lookup and the held
+// resolution (no conductor read) do not.
+func TestResolverObserver(t *testing.T) {
+	running := pluginapi.Pod{Name: "qwen", Status: pluginapi.StatusRunning, IsRunning: true, ProxyURL: "https://pod.example", Lookup: pluginapi.LookupFound}
+	gpu := &fakeGPU{getPod: podScript(
+		podAnswer{pod: exited()},
+		podAnswer{err: errors.New("conductor down")},
+		podAnswer{pod: running},
+	)}
+	obs := &recordingObserver{}
+	r := NewResolver(gpu, "qwen", apiPath)
+	r.SetObserver(obs)
+	ctx := context.Background()
+	r.Lookup(ctx)  // EXITED: observed
+	r.Refresh(ctx) // failed: not observed
+	r.Current(ctx) // RUNNING: observed, and held
+	r.Current(ctx) // held: no conductor read
+	want := []pluginapi.Pod{exited(), running}
+	if diff := cmp.Diff(want, obs.seen); diff != "" {
+		t.Errorf("observed (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"qwen", "qwen", "qwen"}, gpu.getNames); diff != "" {
+		t.Errorf("conductor reads (-want +got):\n%s", diff)
+	}
+}
+
+// TestModelAnsweredObserved: a turn the model answers is told to the
+// observer with the readySince it answered on, on every completion path; a
+// failed turn is not.
+func TestModelAnsweredObserved(t *testing.T) {
+	since := time.Date(2026, 9, 9, 12, 33, 56, 0, time.UTC)
+	running := pluginapi.Pod{Name: "qwen", Status: pluginapi.StatusRunning, IsRunning: true, ProxyURL: "https://pod.example",
+		Lookup: pluginapi.LookupFound, ReadySince: since}
+	for name, call := range map[string]func(*Model, context.Context, []pluginapi.Message) (string, error){
+		"Complete": (*Model).Complete, "CompleteNoResend": (*Model).CompleteNoResend, "CompleteOnce": (*Model).CompleteOnce,
+	} {
+		t.Run(name, func(t *testing.T) {
+			gpu := &fakeGPU{getPod: podScript(podAnswer{pod: running})}
+			fail := true
+			prov := &fakeProvider{complete: func(context.Context, string, pluginapi.CompletionRequest) (string, error) {
+				if fail {
+					return "", &pluginapi.CompletionError{Status: 500}
+				}
+				return "hello", nil
+			}}
+			obs := &recordingObserver{}
+			m := &Model{Name: "openai-api", Provider: prov, Resolver: NewResolver(gpu, "qwen", apiPath)}
+			m.Resolver.SetObserver(obs)
+			if _, err := call(m, context.Background(), nil); err == nil {
+				t.Fatal("the failing turn answered")
+			}
+			fail = false
+			if _, err := call(m, context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]time.Time{since}, obs.answered); diff != "" {
+				t.Errorf("answered (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -2,8 +2,6 @@ package resolve
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -54,7 +52,7 @@ func TestModelCompleteAcrossTurns(t *testing.T) {
 		{
 			name:       "still waking: nothing held, one lookup, nothing posted",
 			pods:       []podAnswer{{pod: pluginapi.Pod{Status: "CREATED", PodID: "abc"}}},
-			want:       outcome{Kind: "not ready", Provider: "openai-api", PodStatus: "CREATED", Lookup: pluginapi.LookupFound, UserMessage: AsleepMessage, HasCapabilities: true},
+			want:       outcome{Kind: "not ready", Provider: "openai-api", PodStatus: "CREATED", Lookup: pluginapi.LookupFound, UserMessage: AsleepMessage},
 			wantGetPod: 1,
 		},
 		{
@@ -95,31 +93,5 @@ func TestModelCompleteAcrossTurns(t *testing.T) {
 		if diff := cmp.Diff(tt.wantEndpoints, provider.endpoints); diff != "" {
 			t.Errorf("turn %d (%s): endpoints (-want +got):\n%s", i+1, tt.name, diff)
 		}
-	}
-}
-
-// TestModelCompleteNotReadyCarriesWake checks that the error a turn returns
-// still wakes the right pod after the caller's wrapping (D3).
-func TestModelCompleteNotReadyCarriesWake(t *testing.T) {
-	gpu := &fakeGPU{
-		getPod: podScript(podAnswer{pod: exited()}),
-		startPod: func(context.Context, string) (pluginapi.StartResult, error) {
-			return pluginapi.StartResult{Requested: true, Status: 202}, nil
-		},
-	}
-	m := &Model{Name: "openai-api", Provider: &fakeProvider{}, Resolver: NewResolver(gpu, "qwen", apiPath)}
-
-	_, err := m.Complete(context.Background(), nil)
-	err = fmt.Errorf("agent: %w", fmt.Errorf("providers: %w", fmt.Errorf("openai-api: %w", err)))
-
-	var nr *NotReadyError
-	if !errors.As(err, &nr) {
-		t.Fatalf("error = %v, want a *NotReadyError", err)
-	}
-	if diff := cmp.Diff(pluginapi.StartResult{Requested: true, Status: 202}, nr.Wake(context.Background())); diff != "" {
-		t.Errorf("Wake (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"qwen"}, gpu.startNames); diff != "" {
-		t.Errorf("StartPod calls (-want +got):\n%s", diff)
 	}
 }

@@ -17,7 +17,6 @@ func fullRecord(pod string, wake time.Time) machines.Record {
 		State:             machines.Ready,
 		WakeRequestedAt:   wake,
 		ModelLoadingSince: wake.Add(90 * time.Second),
-		Outcome:           machines.OutcomeReady,
 		ReadyAt:           wake.Add(4 * time.Minute),
 		RefusedStatus:     409,
 	}

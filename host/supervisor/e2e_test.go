@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -112,7 +113,7 @@ func TestEndToEndConductor(t *testing.T) {
 		t.Fatalf("GetPod: %v", err)
 	}
 	want := pluginapi.Pod{Name: "qwen", Status: "RUNNING", IsRunning: true, ProxyURL: "https://p-8000.proxy", PodID: "p",
-		ReadySince: "2026-09-09T12:33:56Z", Lookup: pluginapi.LookupFound}
+		ReadySince: time.Date(2026, 9, 9, 12, 33, 56, 0, time.UTC), Lookup: pluginapi.LookupFound}
 	if diff := cmp.Diff(want, pod); diff != "" {
 		t.Errorf("GetPod (-want +got):\n%s", diff)
 	}

@@ -8,6 +8,10 @@ import (
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
+// ErrCrashedDuringCall is a StartPod or StopPod whose plugin died during the
+// call: the request may or may not have reached the provider.
+var ErrCrashedDuringCall = errors.New("the plugin stopped during the call")
+
 // GPU is a supervised GPU plugin. It implements pluginapi.GPU and is safe
 // for concurrent use.
 type GPU struct {
@@ -59,12 +63,13 @@ func (g *GPU) scrubError(err error) error {
 }
 
 // StartPod calls the plugin's StartPod once (never retried: a wake must
-// not be sent twice). Its outcome is always a StartResult:
-// Error "plugin unavailable" when the plugin crashed during the call or
-// could not be launched, "plugin closed" after Close, "plugin error" when
-// the plugin broke its contract by failing the call. The only error is the
-// caller's own cancellation or deadline, when the plugin's answer (and so
-// whether the request went out) is unknown.
+// not be sent twice). Its outcome is a StartResult: Error "plugin
+// unavailable" when the plugin could not be launched (nothing was sent),
+// "plugin closed" after Close, "plugin error" when the plugin broke its
+// contract by failing the call. It is an error when the plugin's answer, and
+// so whether the request went out, is unknown: the caller's own
+// cancellation or deadline, or ErrCrashedDuringCall when the plugin died
+// with the request in its hands.
 func (g *GPU) StartPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
 	return g.lifecycle(ctx, "start", name, pluginapi.GPU.StartPod)
 }
@@ -98,7 +103,7 @@ func (g *GPU) lifecycle(ctx context.Context, op, name string,
 		return pluginapi.StartResult{}, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, err)
 	case g.p.isCrash(ctx, gen, err):
 		g.p.crashed(gen, err)
-		return pluginapi.StartResult{Error: "plugin unavailable"}, nil
+		return pluginapi.StartResult{}, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, ErrCrashedDuringCall)
 	default:
 		g.p.log.Error("gpu plugin failed a call it must not fail", "op", op, "pod", name, "error", g.p.scrub(err.Error()))
 		return pluginapi.StartResult{Error: "plugin error"}, nil

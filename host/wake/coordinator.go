@@ -8,7 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -16,8 +18,6 @@ import (
 // The defaults of Config's durations (D2, D12).
 const (
 	DefaultWatchPoll    = 60 * time.Second
-	DefaultWakeWatch    = 35 * time.Minute
-	DefaultReadySlack   = 60 * time.Second
 	DefaultStartTimeout = 3 * time.Second
 )
 
@@ -29,15 +29,6 @@ const startSlack = 5 * time.Second
 // ErrClosed is what NotReady and Resume return after Close.
 var ErrClosed = errors.New("wake: coordinator closed")
 
-// Capabilities are a not-ready error's bound operations on its pod.
-type Capabilities interface {
-	// Wake asks the GPU plugin to start the pod. Every outcome is a
-	// StartResult.
-	Wake(ctx context.Context) pluginapi.StartResult
-	// ReadPod reads the pod's current state (D12).
-	ReadPod(ctx context.Context) (pluginapi.Pod, error)
-}
-
 // Records persists one machines.Record per pod (the store implements it).
 type Records interface {
 	// Record returns the pod's record, machines.NewRecord(pod) when absent.
@@ -48,22 +39,17 @@ type Records interface {
 	Records() ([]machines.Record, error)
 }
 
-// Config configures a Coordinator. Pod and Records are required; every other
-// field has a default when zero.
+// Config configures a Coordinator. Pod, Records and GPU are required; every
+// other field has a default when zero.
 type Config struct {
-	Pod     *machines.Pod // the compiled policy; required
-	Records Records       // where records live; required
+	Pod     *machines.Pod // the compiled machine; its timings are the policy's
+	Records Records       // where records live
+	GPU     pluginapi.GPU // the GPU plugin: starts a pod, reads it for the watch
 	Clock   clock.Clock   // default clock.Real()
 	Logger  *slog.Logger  // default: discard
 	// WatchPoll is how often a wake's watch reads the pod; it also caps
 	// each read. Default 60s.
 	WatchPoll time.Duration
-	// WakeWatch is how long after its request a wake is watched before it
-	// is recorded never-ready (the policy's wake_watch). Default 35m.
-	WakeWatch time.Duration
-	// ReadySlack is how long before the wake a readySince may lie and still
-	// belong to it (the policy's ready_slack). Default 60s.
-	ReadySlack time.Duration
 	// StartTimeout is the GPU plugin's own cap on a start request (D2's 3 s
 	// client timeout). The background start's context is capped at
 	// StartTimeout + 5s, so the plugin's cap, which reports a wake in
@@ -71,16 +57,17 @@ type Config struct {
 	StartTimeout time.Duration
 }
 
-// Coordinator runs not-ready turns through the wake policy and performs its
-// side effects. It is safe for concurrent use. Create it with New.
+// Coordinator feeds every event of a pod to the pod lifecycle machine and
+// performs its side effects. It is safe for concurrent use. Create it with
+// New.
 type Coordinator struct {
 	pod          *machines.Pod
 	records      Records
+	gpu          pluginapi.GPU
 	clock        clock.Clock
 	log          *slog.Logger
 	watchPoll    time.Duration
 	wakeWatch    time.Duration
-	readySlack   time.Duration
 	startTimeout time.Duration
 
 	// stopping is cancelled by Close: watches return and their pod reads
@@ -94,8 +81,10 @@ type Coordinator struct {
 	locks    map[string]*sync.Mutex // one per pod, never removed
 	watching map[watchKey]bool      // the live watches
 	closed   bool
-	wg       sync.WaitGroup // NotReady and Resume calls, starts and watches
+	wg       sync.WaitGroup // calls in, starts and watches
 }
+
+var _ resolve.Observer = (*Coordinator)(nil)
 
 // watchKey names one wake of one pod.
 type watchKey struct {
@@ -103,23 +92,25 @@ type watchKey struct {
 	wake int64 // WakeRequestedAt, Unix nanoseconds
 }
 
-// New returns a Coordinator for cfg. It panics when cfg.Pod or cfg.Records
-// is nil: that is a wiring mistake, not a runtime condition.
+// New returns a Coordinator for cfg. It panics when cfg.Pod, cfg.Records or
+// cfg.GPU is nil: that is a wiring mistake, not a runtime condition.
 func New(cfg Config) *Coordinator {
-	if cfg.Pod == nil {
+	switch {
+	case cfg.Pod == nil:
 		panic("wake: Config.Pod is nil")
-	}
-	if cfg.Records == nil {
+	case cfg.Records == nil:
 		panic("wake: Config.Records is nil")
+	case cfg.GPU == nil:
+		panic("wake: Config.GPU is nil")
 	}
 	c := &Coordinator{
 		pod:          cfg.Pod,
 		records:      cfg.Records,
+		gpu:          cfg.GPU,
 		clock:        cfg.Clock,
 		log:          cfg.Logger,
 		watchPoll:    orDefault(cfg.WatchPoll, DefaultWatchPoll),
-		wakeWatch:    orDefault(cfg.WakeWatch, DefaultWakeWatch),
-		readySlack:   orDefault(cfg.ReadySlack, DefaultReadySlack),
+		wakeWatch:    cfg.Pod.Timings().WakeWatch,
 		startTimeout: orDefault(cfg.StartTimeout, DefaultStartTimeout),
 		locks:        make(map[string]*sync.Mutex),
 		watching:     make(map[watchKey]bool),
@@ -142,24 +133,27 @@ func orDefault(d, def time.Duration) time.Duration {
 	return d
 }
 
-// NotReady runs a not-ready turn for pod through the policy: the conductor's
-// status and lookup, and modelLoading for a pod that is up with its model
-// still loading (D7). Under the pod's lock it reads the record, decides and
-// persists the new record; then it logs the decision line and, when the
-// decision is wake, starts caps.Wake in the background on a context of its own
-// and returns without waiting for it. A nil caps on a wake decision is a
-// failed start.
+// NotReady runs a not-ready turn for pod through the machine: the
+// conductor's status and lookup, and modelLoading for a pod that is up with
+// its model not answering (D7). A lookup UNREADABLE is the unreadable event.
+// Under the pod's lock it reads the record, decides and persists the new
+// record; then it logs the decision line and, when the decision is wake,
+// sends the start in the background on a context of its own and returns
+// without waiting for it.
 //
-// An error (reading or storing the record, a policy error, ErrClosed) means
+// An error (reading or storing the record, a machine error, ErrClosed) means
 // nothing was decided and nothing woken; the caller answers the turn as a
 // provider failure.
-func (c *Coordinator) NotReady(ctx context.Context, pod, status, lookup string, modelLoading bool, caps Capabilities) (machines.Decision, error) {
+func (c *Coordinator) NotReady(ctx context.Context, pod, status, lookup string, modelLoading bool) (machines.Decision, error) {
 	if !c.enter() {
 		return machines.Decision{}, ErrClosed
 	}
 	defer c.wg.Done()
 	ev := machines.Event{Trigger: machines.NotReady, Status: status, Lookup: lookup}
-	if modelLoading {
+	switch {
+	case lookup == machines.LookupUnreadable:
+		ev.Trigger = machines.Unreadable
+	case modelLoading:
 		ev.Trigger = machines.ModelLoading
 	}
 	d, next, err := c.apply(pod, ev)
@@ -171,9 +165,47 @@ func (c *Coordinator) NotReady(ctx context.Context, pod, status, lookup string, 
 		slog.String("pod", pod), slog.String("state", string(d.To)), slog.String("reply", string(d.Reply)))
 	if d.Action == machines.ActionWake {
 		c.wg.Add(1) // under NotReady's own count, so never racing Close's Wait
-		go c.start(context.WithoutCancel(ctx), pod, next.WakeRequestedAt, caps)
+		go c.start(context.WithoutCancel(ctx), pod, next.WakeRequestedAt)
 	}
 	return d, nil
+}
+
+// Observe feeds what the conductor said about pod to the machine: podDown,
+// podUp or readySince (machines.Observe). It never wakes and never replies.
+// A failure is logged, not returned: what the conductor said still answers
+// the caller. It is the resolvers' resolve.Observer.
+func (c *Coordinator) Observe(ctx context.Context, pod string, p pluginapi.Pod) {
+	ev, ok := machines.Observe(machines.View{
+		Status: p.Status, IsRunning: p.IsRunning, Lookup: string(orFound(p.Lookup)), ReadySince: p.ReadySince,
+	}, time.Time{})
+	if !ok {
+		return
+	}
+	c.event(ctx, pod, ev)
+}
+
+// Answered feeds a turn the pod's model answered to the machine, with the
+// conductor's readySince of the resolution it answered on.
+func (c *Coordinator) Answered(ctx context.Context, pod string, readySince time.Time) {
+	c.event(ctx, pod, machines.Event{Trigger: machines.Answered, ReadySince: readySince})
+}
+
+// event applies an event that decides nothing, logging a failure.
+func (c *Coordinator) event(ctx context.Context, pod string, ev machines.Event) {
+	if !c.enter() {
+		return
+	}
+	defer c.wg.Done()
+	if _, _, err := c.apply(pod, ev); err != nil {
+		c.log.LogAttrs(ctx, slog.LevelError, err.Error(), slog.String("pod", pod))
+	}
+}
+
+func orFound(l pluginapi.Lookup) pluginapi.Lookup {
+	if l == "" {
+		return pluginapi.LookupFound
+	}
+	return l
 }
 
 // Record returns the pod's current record.
@@ -256,19 +288,31 @@ func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (mach
 		return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: decide %s for pod %s: %w", ev.Trigger, rec.Pod, err)
 	}
 	if next.Equal(rec) {
-		// Most asks in a window change nothing ("still waking"): a write,
-		// and its fsync, would only slow every reply down.
+		// Most asks in a window change nothing ("still waking"), and most
+		// answered turns find the pod ready: a write, and its fsync, would
+		// only slow every reply down.
 		return d, next, nil
 	}
 	if err := c.records.PutRecord(next); err != nil {
 		return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: store record of pod %s: %w", rec.Pod, err)
 	}
+	if d.To == machines.Ready && wakeInProgress(d.From) {
+		c.log.LogAttrs(context.Background(), slog.LevelInfo,
+			fmt.Sprintf("wake ready for pod %s: ready since %s", rec.Pod, machines.FormatClock(next.ReadyAt, ev.At)),
+			slog.String("pod", rec.Pod), slog.Time("wakeRequestedAt", next.WakeRequestedAt))
+	}
 	return d, next, nil
+}
+
+// wakeInProgress reports whether s is a state of a wake whose outcome is
+// not known yet: what the watch follows.
+func wakeInProgress(s engine.State) bool {
+	return s == machines.Waking || s == machines.Loading || s == machines.Stuck
 }
 
 // feed runs an outcome event of the wake requested at wake. When the record
 // is on another wake (superseded) it writes nothing and returns false; the
-// machine would ignore the event too, and the caller stops.
+// machine would drop the event too, and the caller stops.
 func (c *Coordinator) feed(pod string, wake time.Time, ev machines.Event) (bool, error) {
 	unlock := c.lockPod(pod)
 	defer unlock()

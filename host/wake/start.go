@@ -2,6 +2,7 @@ package wake
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -12,9 +13,9 @@ import (
 // request, feeds a refusal or failure back to the machine, logs the operator
 // line, and watches a requested start. ctx carries the turn's values but not
 // its cancellation.
-func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time, caps Capabilities) {
+func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time) {
 	defer c.wg.Done()
-	res, panicked := c.callWake(ctx, pod, caps)
+	res, panicked := c.callStart(ctx, pod)
 	abandoned := c.abandoned.Err() != nil
 	if ev, ok := machines.OutcomeEvent(res, wake, time.Time{}); ok && !abandoned {
 		if _, err := c.feed(pod, wake, ev); err != nil {
@@ -31,17 +32,18 @@ func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time, cap
 	}
 	c.log.LogAttrs(ctx, level, msg, attrs...)
 	if res != nil && res.Requested && !abandoned {
-		c.watch(pod, wake, caps, false)
+		c.watch(pod, wake, false)
 	}
 }
 
-// callWake calls caps.Wake on a context capped at StartTimeout plus slack
-// and cancelled if Close gives up on it. A nil caps or a panicking Wake is a
-// start without a result: a crashing plugin never crashes the host.
-func (c *Coordinator) callWake(ctx context.Context, pod string, caps Capabilities) (res *machines.WakeResult, panicked bool) {
-	if caps == nil {
-		return nil, false
-	}
+// callStart asks the GPU plugin to start pod, on a context capped at
+// StartTimeout plus slack and cancelled if Close gives up on it. A panicking
+// plugin call is a start without a result: a crashing plugin never crashes
+// the host. An error from the plugin means its answer was lost with the
+// request in its hands (it stopped during the call, or the host stopped
+// waiting): whether the request went out is unknown, so, like the client
+// timeout of D2, it is in flight and watched (#684).
+func (c *Coordinator) callStart(ctx context.Context, pod string) (res *machines.WakeResult, panicked bool) {
 	ctx, cancel := context.WithTimeout(ctx, c.startTimeout+startSlack)
 	defer cancel()
 	defer context.AfterFunc(c.abandoned, cancel)()
@@ -50,7 +52,10 @@ func (c *Coordinator) callWake(ctx context.Context, pod string, caps Capabilitie
 			res, panicked = nil, true
 		}
 	}()
-	r := caps.Wake(ctx)
+	r, err := c.gpu.StartPod(ctx, pod)
+	if err != nil {
+		return &machines.WakeResult{Requested: true, Lost: true, Error: lostClass(err)}, false
+	}
 	return &machines.WakeResult{
 		Requested: r.Requested,
 		Status:    r.Status,
@@ -58,4 +63,17 @@ func (c *Coordinator) callWake(ctx context.Context, pod string, caps Capabilitie
 		TimeoutMs: r.TimeoutMs,
 		Error:     r.Error,
 	}, false
+}
+
+// lostClass says in a few words why a start's answer was lost, without the
+// error's text, which may hold a URL.
+func lostClass(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the host stopped waiting (DeadlineExceeded)"
+	case errors.Is(err, context.Canceled):
+		return "the host stopped waiting (Canceled)"
+	default:
+		return "the GPU plugin stopped during the call"
+	}
 }

@@ -12,13 +12,14 @@ import (
 )
 
 // Resume watches again, after a restart, every stored wake whose outcome is
-// unknown. Each watch keeps its wake's clock: it reads the pod at once, then
-// every WatchPoll, and gives up WakeWatch after the original request. A wake
-// already past WakeWatch gets that one read: a readySince of the wake is
-// recorded, anything else leaves the outcome unknown (nobody watched the
-// deadline, so never-ready would be a guess). capsFor returns a pod's
-// capabilities, or nil to skip the pod. Resume does not wait for the watches.
-func (c *Coordinator) Resume(capsFor func(pod string) Capabilities) error {
+// unknown (waking, loading, stuck) and whose pod configured says is still
+// configured. Each watch keeps its wake's clock: it reads the pod at once,
+// then every WatchPoll, and gives up WakeWatch after the original request. A
+// wake already past WakeWatch gets that one read: what the conductor says is
+// fed to the machine, and a wake still not ready is left as it is (nobody
+// watched the deadline, so never-ready would be a guess). Resume does not
+// wait for the watches.
+func (c *Coordinator) Resume(configured func(pod string) bool) error {
 	if !c.enter() {
 		return ErrClosed
 	}
@@ -28,26 +29,25 @@ func (c *Coordinator) Resume(capsFor func(pod string) Capabilities) error {
 		return fmt.Errorf("wake: resume: list records: %w", err)
 	}
 	for _, r := range recs {
-		if r.WakeRequestedAt.IsZero() || r.Outcome != machines.OutcomeNone {
-			continue
-		}
-		caps := capsFor(r.Pod)
-		if caps == nil {
+		if r.WakeRequestedAt.IsZero() || !wakeInProgress(r.State) || !configured(r.Pod) {
 			continue
 		}
 		c.wg.Add(1) // under Resume's own count
 		go func() {
 			defer c.wg.Done()
-			c.watch(r.Pod, r.WakeRequestedAt, caps, true)
+			c.watch(r.Pod, r.WakeRequestedAt, true)
 		}()
 	}
 	return nil
 }
 
-// watch follows the wake of pod requested at wake until it is ready, gives up
-// at wake + WakeWatch, is superseded, or Close stops it (D12). A resumed watch
-// reads the pod at once. At most one watch runs per (pod, wake).
-func (c *Coordinator) watch(pod string, wake time.Time, caps Capabilities, resumed bool) {
+// watch follows the wake of pod requested at wake while its outcome is
+// unknown (D12): it reads the pod every WatchPoll and feeds what the
+// conductor says to the machine, until the machine leaves the wake's states
+// (ready, or any other outcome), the wake is superseded, Close stops it, or
+// wake + WakeWatch passes, when the wake is recorded never-ready. A resumed
+// watch reads the pod at once. At most one watch runs per (pod, wake).
+func (c *Coordinator) watch(pod string, wake time.Time, resumed bool) {
 	key := watchKey{pod: pod, wake: wake.UnixNano()}
 	if ok, dup := c.claim(key); !ok {
 		if dup {
@@ -74,31 +74,14 @@ func (c *Coordinator) watch(pod string, wake time.Time, caps Capabilities, resum
 				return
 			}
 		}
-		if c.stopping.Err() != nil {
+		if c.stopping.Err() != nil || !c.following(pod, wake) {
 			return
 		}
-		if !c.current(pod, wake) {
-			c.superseded(pod, wake)
-			return
-		}
-		since, ready, err := c.poll(caps, wake)
-		if c.stopping.Err() != nil {
+		c.read(pod, wake)
+		if c.stopping.Err() != nil || !c.following(pod, wake) {
 			return
 		}
 		now := c.now()
-		switch {
-		case err != nil:
-			c.log.LogAttrs(context.Background(), slog.LevelWarn,
-				fmt.Sprintf("wake watch for pod %s: pod read failed: %s", pod, errorText(err)),
-				slog.String("pod", pod), slog.Time("wakeRequestedAt", wake))
-		case ready:
-			if c.settle(pod, wake, machines.Event{Trigger: machines.ReadySinceSeen, ReadySince: since}, slog.LevelInfo,
-				fmt.Sprintf("wake ready for pod %s: ready since %s", pod, machines.FormatClock(since, now))) ||
-				!now.Before(deadline) {
-				return
-			}
-			continue // the record could not be written: read again next poll
-		}
 		if now.Before(deadline) {
 			continue
 		}
@@ -109,27 +92,54 @@ func (c *Coordinator) watch(pod string, wake time.Time, caps Capabilities, resum
 				slog.String("pod", pod), slog.Time("wakeRequestedAt", wake))
 			return
 		}
-		c.settle(pod, wake, machines.Event{Trigger: machines.NeverReadySeen}, slog.LevelError,
-			fmt.Sprintf("wake never-ready for pod %s: not ready %s after the request at %s",
-				pod, minutes(now.Sub(wake)), machines.FormatClock(wake, now)))
+		recorded, err := c.feed(pod, wake, machines.Event{Trigger: machines.NeverReadySeen})
+		switch {
+		case err != nil:
+			c.log.LogAttrs(context.Background(), slog.LevelError, err.Error(), slog.String("pod", pod))
+		case recorded:
+			c.log.LogAttrs(context.Background(), slog.LevelError,
+				fmt.Sprintf("wake never-ready for pod %s: not ready %s after the request at %s",
+					pod, minutes(now.Sub(wake)), machines.FormatClock(wake, now)),
+				slog.String("pod", pod), slog.Time("wakeRequestedAt", wake))
+		}
 		return
 	}
 }
 
-// settle feeds an outcome of the watched wake and logs msg when it was
-// recorded. It reports whether the watch is over: recorded, or superseded.
-func (c *Coordinator) settle(pod string, wake time.Time, ev machines.Event, level slog.Level, msg string) bool {
-	recorded, err := c.feed(pod, wake, ev)
+// read reads the pod once, capped at WatchPoll, and feeds what the
+// conductor says to the machine. A failed read is logged and changes
+// nothing.
+func (c *Coordinator) read(pod string, wake time.Time) {
+	ctx, cancel := context.WithTimeout(c.stopping, c.watchPoll)
+	defer cancel()
+	p, err := c.getPod(ctx, pod)
 	if err != nil {
-		c.log.LogAttrs(context.Background(), slog.LevelError, err.Error(), slog.String("pod", pod))
+		if c.stopping.Err() == nil {
+			c.log.LogAttrs(context.Background(), slog.LevelWarn,
+				fmt.Sprintf("wake watch for pod %s: pod read failed: %s", pod, errorText(err)),
+				slog.String("pod", pod), slog.Time("wakeRequestedAt", wake))
+		}
+		return
+	}
+	c.Observe(ctx, pod, p)
+}
+
+// following reports whether pod's record is still on the wake requested at
+// wake with its outcome unknown. A superseded wake is logged at debug level:
+// the newer wake has its own watch. A record that cannot be read counts as
+// followed: the next write decides.
+func (c *Coordinator) following(pod string, wake time.Time) bool {
+	r, err := c.records.Record(pod)
+	switch {
+	case err != nil:
+		c.log.LogAttrs(context.Background(), slog.LevelError,
+			fmt.Sprintf("wake: record of pod %s: %v", pod, err), slog.String("pod", pod))
+		return true
+	case !r.WakeRequestedAt.Equal(wake):
+		c.superseded(pod, wake)
 		return false
 	}
-	if !recorded {
-		c.superseded(pod, wake)
-		return true
-	}
-	c.log.LogAttrs(context.Background(), level, msg, slog.String("pod", pod), slog.Time("wakeRequestedAt", wake))
-	return true
+	return wakeInProgress(r.State)
 }
 
 // superseded logs, at debug level, that a watch stopped because a newer wake
@@ -140,50 +150,17 @@ func (c *Coordinator) superseded(pod string, wake time.Time) {
 		slog.String("pod", pod), slog.Time("wakeRequestedAt", wake))
 }
 
-// current reports whether pod's record is still on the wake requested at
-// wake. A record that cannot be read counts as current: the next write
-// decides.
-func (c *Coordinator) current(pod string, wake time.Time) bool {
-	r, err := c.records.Record(pod)
-	if err != nil {
-		c.log.LogAttrs(context.Background(), slog.LevelError,
-			fmt.Sprintf("wake: record of pod %s: %v", pod, err), slog.String("pod", pod))
-		return true
-	}
-	return r.WakeRequestedAt.Equal(wake)
-}
-
-// poll reads the pod once and reports its readySince when it belongs to the
-// wake: RFC 3339, no earlier than the wake minus ReadySlack. An earlier one is
-// a previous boot's, and the watch keeps polling.
-func (c *Coordinator) poll(caps Capabilities, wake time.Time) (time.Time, bool, error) {
-	ctx, cancel := context.WithTimeout(c.stopping, c.watchPoll)
-	defer cancel()
-	p, err := readPod(ctx, caps)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	if p.ReadySince == "" {
-		return time.Time{}, false, nil
-	}
-	since, err := time.Parse(time.RFC3339, p.ReadySince)
-	if err != nil || since.Before(wake.Add(-c.readySlack)) {
-		return time.Time{}, false, nil
-	}
-	return since, true, nil
-}
-
-// errPanicked is a ReadPod that panicked.
+// errPanicked is a pod read that panicked.
 var errPanicked = errors.New("pod read panicked")
 
-// readPod calls caps.ReadPod; a panic is an error.
-func readPod(ctx context.Context, caps Capabilities) (p pluginapi.Pod, err error) {
+// getPod calls the GPU plugin's GetPod; a panic is an error.
+func (c *Coordinator) getPod(ctx context.Context, pod string) (p pluginapi.Pod, err error) {
 	defer func() {
 		if recover() != nil {
 			p, err = pluginapi.Pod{}, errPanicked
 		}
 	}()
-	return caps.ReadPod(ctx)
+	return c.gpu.GetPod(ctx, pod)
 }
 
 // errorText describes a pod read's failure without anything that could hold

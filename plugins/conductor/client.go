@@ -135,7 +135,7 @@ type podJSON struct {
 // GetPod asks the conductor about one pod, within LookupTimeout.
 //
 // A 200 answer is the pod; an absent or empty lookup means FOUND, and
-// readySince is passed through as given. A 404 whose JSON body says lookup
+// readySince is parsed (RFC 3339; one that does not parse counts as none). A 404 whose JSON body says lookup
 // NOT_FOUND is a Pod with Lookup NOT_FOUND (the conductor's definite "no
 // such pod"), not an error. Everything else is a *pluginapi.LookupError
 // that says what happened without the URL: "conductor answered status
@@ -229,7 +229,7 @@ func decodePod(name string, body []byte) (pluginapi.Pod, error) {
 		IsRunning:  p.IsRunning,
 		ProxyURL:   p.ProxyURL,
 		PodID:      p.PodID,
-		ReadySince: p.ReadySince,
+		ReadySince: pluginapi.ParseReadySince(p.ReadySince),
 		Lookup:     lookup,
 	}, nil
 }

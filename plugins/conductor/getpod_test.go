@@ -30,7 +30,7 @@ func TestGetPod(t *testing.T) {
 			handler: answer(200, `{"name":"qwen","status":"RUNNING","isRunning":true,"proxyUrl":"https://kcbbg9igl0xdaz-8000.proxy.runpod.net",
 				"podId":"kcbbg9igl0xdaz","readySince":"2026-09-09T12:33:56Z","lookup":"FOUND","gpu":"A100","extra":{"x":1}}`),
 			want: pluginapi.Pod{Name: "qwen", Status: "RUNNING", IsRunning: true, ProxyURL: "https://kcbbg9igl0xdaz-8000.proxy.runpod.net",
-				PodID: "kcbbg9igl0xdaz", ReadySince: "2026-09-09T12:33:56Z", Lookup: pluginapi.LookupFound},
+				PodID: "kcbbg9igl0xdaz", ReadySince: time.Date(2026, 9, 9, 12, 33, 56, 0, time.UTC), Lookup: pluginapi.LookupFound},
 		},
 		{
 			name:    "absent lookup means found; absent name is the one asked",
@@ -43,9 +43,9 @@ func TestGetPod(t *testing.T) {
 			want:    pluginapi.Pod{Name: "qwen", Status: "EXITED", Lookup: pluginapi.LookupFound},
 		},
 		{
-			name:    "readySince passed through as given",
+			name:    "a readySince that does not parse counts as none",
 			handler: answer(200, `{"name":"qwen","status":"RUNNING","readySince":"not a time"}`),
-			want:    pluginapi.Pod{Name: "qwen", Status: "RUNNING", ReadySince: "not a time", Lookup: pluginapi.LookupFound},
+			want:    pluginapi.Pod{Name: "qwen", Status: "RUNNING", Lookup: pluginapi.LookupFound},
 		},
 		{
 			name:    "unreadable",

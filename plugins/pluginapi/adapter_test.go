@@ -90,7 +90,7 @@ func TestGetPodRoundTrip(t *testing.T) {
 		IsRunning:  true,
 		ProxyURL:   "https://abc-8000.proxy.example/",
 		PodID:      "kcbbg9igl0xdaz",
-		ReadySince: "2026-09-09T12:33:56Z",
+		ReadySince: time.Date(2026, 9, 9, 12, 33, 56, 0, time.UTC),
 		Lookup:     pluginapi.LookupFound,
 	}
 	tests := []struct {

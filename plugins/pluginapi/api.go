@@ -3,6 +3,7 @@ package pluginapi
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // Lookup says how sure a GPU plugin is about a pod.
@@ -26,9 +27,10 @@ type Pod struct {
 	IsRunning bool
 	ProxyURL  string // base URL of the pod's HTTP proxy; empty when not running
 	PodID     string
-	// ReadySince is the moment the model started answering, as the provider
-	// gave it (RFC 3339), or empty. The host validates it.
-	ReadySince string
+	// ReadySince is the moment the model of this boot started answering, as
+	// the provider gave it; zero when it gave none, or none that parses. On
+	// the wire it is RFC 3339; the adapters parse it once, here.
+	ReadySince time.Time
 	Lookup     Lookup
 }
 

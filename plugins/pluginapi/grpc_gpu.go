@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	pb "github.com/wakeonchat/wakeonchat/plugins/pluginapi/proto"
 )
@@ -81,15 +82,32 @@ func (s *gpuServer) StopPod(ctx context.Context, req *pb.StopPodRequest) (*pb.St
 }
 
 func podToProto(p Pod) *pb.Pod {
+	var since string
+	if !p.ReadySince.IsZero() {
+		since = p.ReadySince.UTC().Format(time.RFC3339Nano)
+	}
 	return &pb.Pod{
 		Name:       p.Name,
 		Status:     p.Status,
 		IsRunning:  p.IsRunning,
 		ProxyUrl:   p.ProxyURL,
 		PodId:      p.PodID,
-		ReadySince: p.ReadySince,
+		ReadySince: since,
 		Lookup:     string(p.Lookup),
 	}
+}
+
+// ParseReadySince reads a readySince as the conductor and the wire give it:
+// RFC 3339, or zero when it is empty or does not parse.
+func ParseReadySince(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 func podFromProto(p *pb.Pod) Pod {
@@ -99,7 +117,7 @@ func podFromProto(p *pb.Pod) Pod {
 		IsRunning:  p.GetIsRunning(),
 		ProxyURL:   p.GetProxyUrl(),
 		PodID:      p.GetPodId(),
-		ReadySince: p.GetReadySince(),
+		ReadySince: ParseReadySince(p.GetReadySince()),
 		Lookup:     Lookup(p.GetLookup()),
 	}
 }
