@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/wakeonchat/wakeonchat/machines"
 )
 
 // resolved is DefaultConfig as Parse returns it for an empty file in dir.
@@ -152,12 +154,12 @@ func TestParse(t *testing.T) {
 						SystemPrompt:    "You are Rig-E.\nBe brief.",
 						HistoryMessages: 0,
 					},
-					Replies: Replies{
-						Waking: "w {{.ExpectedMinutes}}", StillWaking: "sw {{.ElapsedMinutes}}", Rewake: "rw",
-						Loading: "l", LoadingWaking: "lw {{.ElapsedMinutes}}", Stuck: "s {{.LoadingMinutes}}",
-						Unreadable: "u", ReadyThenStopped: "rts {{.ReadyAt}} {{.IdleMinutes}}",
-						NeverReady: "nr {{.WakeRequestedAt}}", Refused: "r {{.Status}}", WakeFailed: "wf",
-						ResumeWaiting: "rsw {{.Pod}}",
+					Replies: map[machines.ReplyKey]string{
+						"waking": "w {{.ExpectedMinutes}}", "still_waking": "sw {{.ElapsedMinutes}}", "rewake": "rw",
+						"loading": "l", "loading_waking": "lw {{.ElapsedMinutes}}", "stuck": "s {{.LoadingMinutes}}",
+						"unreadable": "u", "ready_then_stopped": "rts {{.ReadyAt}} {{.IdleMinutes}}",
+						"never_ready": "nr {{.WakeRequestedAt}}", "refused": "r {{.Status}}", "wake_failed": "wf",
+						"resume_waiting": "rsw {{.Pod}}",
 					},
 				}
 			},

@@ -166,7 +166,7 @@ func (c Config) validate() []*Error {
 // parseReplies parses the reply templates, turning each *machines.ReplyError
 // into an *Error about its key in [replies].
 func (c Config) parseReplies() (*machines.Replies, []*Error) {
-	r, err := machines.ParseReplies(c.ReplyTexts())
+	r, err := machines.ParseReplies(c.Replies)
 	if err == nil {
 		return r, nil
 	}
@@ -180,17 +180,6 @@ func (c Config) parseReplies() (*machines.Replies, []*Error) {
 		}
 	}
 	return nil, errs
-}
-
-// unjoin returns the errors joined in err, or err alone.
-func unjoin(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // checkListen accepts host:port with a numeric port; the host may be empty

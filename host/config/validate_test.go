@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/wakeonchat/wakeonchat/machines"
 )
 
 func TestValidate(t *testing.T) {
@@ -332,22 +334,22 @@ func TestValidate(t *testing.T) {
 		// [replies]
 		{
 			name:   "reply template typo",
-			change: func(c *Config) { c.Replies.StillWaking = "Still waking — {{.Elapsed}} min elapsed." },
+			change: func(c *Config) { c.Replies[machines.ReplyStillWaking] = "Still waking — {{.Elapsed}} min elapsed." },
 			want: []string{
 				`replies.still_waking: template: still_waking:1:19: executing "still_waking" at <.Elapsed>: can't evaluate field Elapsed in type machines.ReplyData`,
 			},
 		},
 		{
 			name:   "reply that does not parse",
-			change: func(c *Config) { c.Replies.Waking = "Waking {{.ExpectedMinutes" },
+			change: func(c *Config) { c.Replies[machines.ReplyWaking] = "Waking {{.ExpectedMinutes" },
 			want:   []string{`replies.waking: template: waking:1: unclosed action`},
 		},
 		{
 			name: "reply with a URL or markdown",
 			change: func(c *Config) {
-				c.Replies.Stuck = "Stuck. See https://status.example.com for help."
-				c.Replies.Refused = "Refused with **HTTP {{.Status}}**."
-				c.Replies.Rewake = "Waking again; check [the status page](status)."
+				c.Replies[machines.ReplyStuck] = "Stuck. See https://status.example.com for help."
+				c.Replies[machines.ReplyRefused] = "Refused with **HTTP {{.Status}}**."
+				c.Replies[machines.ReplyRewake] = "Waking again; check [the status page](status)."
 			},
 			want: []string{
 				`replies.rewake: contains markdown ("[the status page](")`,
@@ -357,7 +359,7 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name:   "empty reply",
-			change: func(c *Config) { c.Replies.Unreadable = "  " },
+			change: func(c *Config) { c.Replies[machines.ReplyUnreadable] = "  " },
 			want:   []string{"replies.unreadable: missing or empty"},
 		},
 
