@@ -17,6 +17,7 @@ type Config struct {
 	Timings   Timings    `toml:"timings"`
 	Providers []Provider `toml:"providers"` // default: one provider, "qwen" (see DefaultProvider); a file's [[providers]] replace it
 	Agent     Agent      `toml:"agent"`
+	Store     Store      `toml:"store"`
 
 	// Replies are the wake policy's reply texts by key, as text/template
 	// sources rendered with [machines.ReplyData]; default
@@ -78,6 +79,14 @@ type Agent struct {
 	Providers       []string `toml:"providers"`        // provider names, in fallback order; default ["qwen"]
 	SystemPrompt    string   `toml:"system_prompt"`    // default "You are a helpful assistant."
 	HistoryMessages int      `toml:"history_messages"` // earlier messages sent with each turn; 0 sends none; default 20
+	HistoryBytes    int      `toml:"history_bytes"`    // the most bytes of earlier messages sent with each turn (the newest that fit); 0 sends none; default 262144 (256 KiB)
+}
+
+// Store is how long the host keeps conversation history.
+type Store struct {
+	HistoryMaxAge      Duration `toml:"history_max_age"`      // sessions whose last turn is older are pruned; 0 keeps any age; default 720h (30 days)
+	HistoryMaxSessions int      `toml:"history_max_sessions"` // only the newest this many sessions are kept; 0 keeps any number; default 10000
+	PruneInterval      Duration `toml:"prune_interval"`       // how often pruning runs; default 10m
 }
 
 // Defaults of a [[providers]] table's keys that have one.
@@ -134,6 +143,12 @@ func DefaultConfig() Config {
 			Providers:       []string{"qwen"},
 			SystemPrompt:    "You are a helpful assistant.",
 			HistoryMessages: 20,
+			HistoryBytes:    256 << 10,
+		},
+		Store: Store{
+			HistoryMaxAge:      Duration{30 * 24 * time.Hour},
+			HistoryMaxSessions: 10000,
+			PruneInterval:      Duration{10 * time.Minute},
 		},
 		Replies: machines.DefaultReplies(),
 	}

@@ -145,6 +145,15 @@ waking = { text = "hi" }
 			},
 		},
 		{
+			name: "wrong types in [store]",
+			file: "[store]\nhistory_max_age = 30\nhistory_max_sessions = \"many\"\nprune_interval = \"10\"\n",
+			want: []string{
+				`line 2: store.history_max_age: want a duration string such as "15m", got an integer`,
+				`line 3: store.history_max_sessions: want an integer, got a string`,
+				`line 4: store.prune_interval: invalid duration "10": want a number with a unit, such as "15m" or "90s"`,
+			},
+		},
+		{
 			name: "unknown reply key",
 			file: "[replies]\nwaking = \"Waking.\"\n\nfoo = \"Foo.\"\n",
 			want: []string{`line 4: unknown key "replies.foo"`},

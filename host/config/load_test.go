@@ -68,6 +68,12 @@ system_prompt = """
 You are Rig-E.
 Be brief."""
 history_messages = 0
+history_bytes = 1000
+
+[store]
+history_max_age = "48h"
+history_max_sessions = 50
+prune_interval = "1m"
 
 [replies]
 waking = "w {{.ExpectedMinutes}}"
@@ -153,6 +159,12 @@ func TestParse(t *testing.T) {
 						Providers:       []string{"llama", "backup"},
 						SystemPrompt:    "You are Rig-E.\nBe brief.",
 						HistoryMessages: 0,
+						HistoryBytes:    1000,
+					},
+					Store: Store{
+						HistoryMaxAge:      Duration{48 * time.Hour},
+						HistoryMaxSessions: 50,
+						PruneInterval:      Duration{time.Minute},
 					},
 					Replies: map[machines.ReplyKey]string{
 						"waking": "w {{.ExpectedMinutes}}", "still_waking": "sw {{.ElapsedMinutes}}", "rewake": "rw",
