@@ -17,7 +17,13 @@ type Config struct {
 	Timings   Timings    `toml:"timings"`
 	Providers []Provider `toml:"providers"` // default: one provider, "qwen" (see DefaultProvider); a file's [[providers]] replace it
 	Agent     Agent      `toml:"agent"`
-	Replies   Replies    `toml:"replies"`
+	Store     Store      `toml:"store"`
+
+	// Replies are the wake policy's reply texts by key, as text/template
+	// sources rendered with [machines.ReplyData]; default
+	// [machines.DefaultReplies]. A file's [replies] entries override single
+	// keys; a key machines does not list is an error.
+	Replies map[machines.ReplyKey]string `toml:"replies"`
 
 	// Path is the absolute path of the file Load read; "" for DefaultConfig
 	// and Parse. It is set by Load, never by the file.
@@ -44,15 +50,16 @@ type Conductor struct {
 	LookupTimeout Duration `toml:"lookup_timeout"` // cap on one pod lookup; default 3s
 }
 
-// Timings are the wake policy's durations; see [machines.Timings].
+// Timings are the wake policy's durations; see [machines.Timings], whose
+// defaults they take.
 type Timings struct {
-	WakeWindow        Duration `toml:"wake_window"`        // an ask within it waits, beyond it wakes again; default 15m
-	LoadingCeiling    Duration `toml:"loading_ceiling"`    // loading this long is called stuck; default 20m
-	WakeWatch         Duration `toml:"wake_watch"`         // a wake not ready by then is recorded never-ready; default 35m
+	WakeWindow        Duration `toml:"wake_window"`        // an ask within it waits, beyond it wakes again; default from machines.DefaultTimings
+	LoadingCeiling    Duration `toml:"loading_ceiling"`    // loading this long is called stuck; default from machines.DefaultTimings
+	WakeWatch         Duration `toml:"wake_watch"`         // a wake not ready by then is recorded never-ready; default from machines.DefaultTimings
 	WatchPoll         Duration `toml:"watch_poll"`         // how often a watched wake's pod is read; default 60s
-	ExpectedWake      Duration `toml:"expected_wake"`      // how long a wake usually takes, for the replies; default 9m
-	PodIdleStop       Duration `toml:"pod_idle_stop"`      // how long the pod idles before it stops itself, for the replies; default 15m
-	ReadySlack        Duration `toml:"ready_slack"`        // a readySince this much before the wake still counts; default 60s
+	ExpectedWake      Duration `toml:"expected_wake"`      // how long a wake usually takes, for the replies; default from machines.DefaultTimings
+	PodIdleStop       Duration `toml:"pod_idle_stop"`      // how long the pod idles before it stops itself, for the replies; default from machines.DefaultTimings
+	ReadySlack        Duration `toml:"ready_slack"`        // a readySince this much before the wake still counts; default from machines.DefaultTimings
 	CompletionTimeout Duration `toml:"completion_timeout"` // cap on one completion request to a provider; default 120s
 }
 
@@ -72,24 +79,14 @@ type Agent struct {
 	Providers       []string `toml:"providers"`        // provider names, in fallback order; default ["qwen"]
 	SystemPrompt    string   `toml:"system_prompt"`    // default "You are a helpful assistant."
 	HistoryMessages int      `toml:"history_messages"` // earlier messages sent with each turn; 0 sends none; default 20
+	HistoryBytes    int      `toml:"history_bytes"`    // the most bytes of earlier messages sent with each turn (the newest that fit); 0 sends none; default 262144 (256 KiB)
 }
 
-// Replies are the wake policy's reply texts, as text/template sources
-// rendered with [machines.ReplyData]. Each defaults to the wording in
-// [machines.DefaultReplies]; the toml names are the [machines.ReplyKey]s.
-type Replies struct {
-	Waking           string `toml:"waking"`
-	StillWaking      string `toml:"still_waking"`
-	Rewake           string `toml:"rewake"`
-	Loading          string `toml:"loading"`
-	LoadingWaking    string `toml:"loading_waking"`
-	Stuck            string `toml:"stuck"`
-	Unreadable       string `toml:"unreadable"`
-	ReadyThenStopped string `toml:"ready_then_stopped"`
-	NeverReady       string `toml:"never_ready"`
-	Refused          string `toml:"refused"`
-	WakeFailed       string `toml:"wake_failed"`
-	ResumeWaiting    string `toml:"resume_waiting"`
+// Store is how long the host keeps conversation history.
+type Store struct {
+	HistoryMaxAge      Duration `toml:"history_max_age"`      // sessions whose last turn is older are pruned; 0 keeps any age; default 720h (30 days)
+	HistoryMaxSessions int      `toml:"history_max_sessions"` // only the newest this many sessions are kept; 0 keeps any number; default 10000
+	PruneInterval      Duration `toml:"prune_interval"`       // how often pruning runs; default 10m
 }
 
 // Defaults of a [[providers]] table's keys that have one.
@@ -117,6 +114,7 @@ func DefaultProvider() Provider {
 // checkout starts; a deployment sets its conductor's address. The
 // directories are relative until Load or Parse resolves them.
 func DefaultConfig() Config {
+	t := machines.DefaultTimings()
 	return Config{
 		Server: Server{
 			Listen:       "127.0.0.1:8080",
@@ -131,13 +129,13 @@ func DefaultConfig() Config {
 			LookupTimeout: Duration{3 * time.Second},
 		},
 		Timings: Timings{
-			WakeWindow:        Duration{15 * time.Minute},
-			LoadingCeiling:    Duration{20 * time.Minute},
-			WakeWatch:         Duration{35 * time.Minute},
+			WakeWindow:        Duration{t.WakeWindow},
+			LoadingCeiling:    Duration{t.LoadingCeiling},
+			WakeWatch:         Duration{t.WakeWatch},
 			WatchPoll:         Duration{60 * time.Second},
-			ExpectedWake:      Duration{9 * time.Minute},
-			PodIdleStop:       Duration{15 * time.Minute},
-			ReadySlack:        Duration{60 * time.Second},
+			ExpectedWake:      Duration{t.ExpectedWake},
+			PodIdleStop:       Duration{t.PodIdleStop},
+			ReadySlack:        Duration{t.ReadySlack},
 			CompletionTimeout: Duration{120 * time.Second},
 		},
 		Providers: []Provider{DefaultProvider()},
@@ -145,8 +143,14 @@ func DefaultConfig() Config {
 			Providers:       []string{"qwen"},
 			SystemPrompt:    "You are a helpful assistant.",
 			HistoryMessages: 20,
+			HistoryBytes:    256 << 10,
 		},
-		Replies: repliesFrom(machines.DefaultReplies()),
+		Store: Store{
+			HistoryMaxAge:      Duration{30 * 24 * time.Hour},
+			HistoryMaxSessions: 10000,
+			PruneInterval:      Duration{10 * time.Minute},
+		},
+		Replies: machines.DefaultReplies(),
 	}
 }
 
@@ -160,43 +164,6 @@ func (c Config) MachineTimings() machines.Timings {
 		ExpectedWake:   t.ExpectedWake.Duration,
 		PodIdleStop:    t.PodIdleStop.Duration,
 		ReadySlack:     t.ReadySlack.Duration,
-	}
-}
-
-// ReplyTexts returns the reply templates by key, as machines.ParseReplies
-// takes them.
-func (c Config) ReplyTexts() map[machines.ReplyKey]string {
-	r := c.Replies
-	return map[machines.ReplyKey]string{
-		machines.ReplyWaking:           r.Waking,
-		machines.ReplyStillWaking:      r.StillWaking,
-		machines.ReplyRewake:           r.Rewake,
-		machines.ReplyLoading:          r.Loading,
-		machines.ReplyLoadingWaking:    r.LoadingWaking,
-		machines.ReplyStuck:            r.Stuck,
-		machines.ReplyUnreadable:       r.Unreadable,
-		machines.ReplyReadyThenStopped: r.ReadyThenStopped,
-		machines.ReplyNeverReady:       r.NeverReady,
-		machines.ReplyRefused:          r.Refused,
-		machines.ReplyWakeFailed:       r.WakeFailed,
-		machines.ReplyResumeWaiting:    r.ResumeWaiting,
-	}
-}
-
-func repliesFrom(m map[machines.ReplyKey]string) Replies {
-	return Replies{
-		Waking:           m[machines.ReplyWaking],
-		StillWaking:      m[machines.ReplyStillWaking],
-		Rewake:           m[machines.ReplyRewake],
-		Loading:          m[machines.ReplyLoading],
-		LoadingWaking:    m[machines.ReplyLoadingWaking],
-		Stuck:            m[machines.ReplyStuck],
-		Unreadable:       m[machines.ReplyUnreadable],
-		ReadyThenStopped: m[machines.ReplyReadyThenStopped],
-		NeverReady:       m[machines.ReplyNeverReady],
-		Refused:          m[machines.ReplyRefused],
-		WakeFailed:       m[machines.ReplyWakeFailed],
-		ResumeWaiting:    m[machines.ReplyResumeWaiting],
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,17 @@ func TestCommittedWakeTOMLEqualsDefaults(t *testing.T) {
 	}
 }
 
-// tomlKeys lists every key Config reads, as dotted paths, by its toml tags.
+// allKeys lists every key wake.toml may set, as dotted paths: Config's toml
+// tags and a replies.* key per machines.ReplyKeys entry.
+func allKeys() []string {
+	keys := tomlKeys(reflect.TypeFor[Config](), "")
+	for _, k := range machines.ReplyKeys {
+		keys = append(keys, "replies."+string(k))
+	}
+	return keys
+}
+
+// tomlKeys lists the keys of a struct type by its toml tags.
 func tomlKeys(t reflect.Type, prefix string) []string {
 	var keys []string
 	for i := range t.NumField() {
@@ -89,8 +100,8 @@ func TestCommittedWakeTOMLShowsEveryKey(t *testing.T) {
 	for _, k := range md.Keys() {
 		inFile[k.String()] = true
 	}
-	want := tomlKeys(reflect.TypeFor[Config](), "")
-	if len(want) < 40 {
+	want := allKeys()
+	if len(want) < 45 {
 		t.Fatalf("found only %d keys in Config: %v", len(want), want)
 	}
 	for _, key := range want {
@@ -121,7 +132,7 @@ func TestCommittedWakeTOMLCommentsEveryKey(t *testing.T) {
 		prev = line
 	}
 	leaves := 0
-	all := tomlKeys(reflect.TypeFor[Config](), "")
+	all := allKeys()
 	for _, k := range all {
 		if !slices.ContainsFunc(all, func(o string) bool { return strings.HasPrefix(o, k+".") }) {
 			leaves++
@@ -132,34 +143,54 @@ func TestCommittedWakeTOMLCommentsEveryKey(t *testing.T) {
 	}
 }
 
-// Replies has one field per machines.ReplyKey, named by it, and ReplyTexts
-// carries each field under its key.
-func TestRepliesMatchReplyKeys(t *testing.T) {
-	var tags []machines.ReplyKey
-	rt := reflect.TypeFor[Replies]()
-	var r Replies
-	rv := reflect.ValueOf(&r).Elem()
-	for i := range rt.NumField() {
-		tag := machines.ReplyKey(rt.Field(i).Tag.Get("toml"))
-		tags = append(tags, tag)
-		rv.Field(i).SetString("text of " + string(tag))
+// The checker's known keys, DefaultConfig as the decoder encodes it, are
+// exactly the keys of Config's toml tags and the reply keys.
+func TestDefaultsHaveEveryKey(t *testing.T) {
+	var b strings.Builder
+	if err := toml.NewEncoder(&b).Encode(defaults()); err != nil {
+		t.Fatal(err)
 	}
-	if diff := cmp.Diff(machines.ReplyKeys, tags); diff != "" {
-		t.Errorf("Replies toml tags (-machines.ReplyKeys +tags):\n%s", diff)
+	var m map[string]any
+	md, err := toml.Decode(b.String(), &m)
+	if err != nil {
+		t.Fatal(err)
 	}
-	want := map[machines.ReplyKey]string{}
-	for _, k := range machines.ReplyKeys {
-		want[k] = "text of " + string(k)
+	var got []string
+	for _, k := range md.Keys() {
+		got = append(got, k.String())
 	}
-	c := Config{Replies: r}
-	if diff := cmp.Diff(want, c.ReplyTexts()); diff != "" {
-		t.Errorf("ReplyTexts (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(machines.DefaultReplies(), DefaultConfig().ReplyTexts()); diff != "" {
-		t.Errorf("DefaultConfig replies (-machines.DefaultReplies +got):\n%s", diff)
+	want := allKeys()
+	slices.Sort(want)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, slices.Compact(got)); diff != "" {
+		t.Errorf("keys of defaults() (-Config's keys +got):\n%s", diff)
 	}
 }
 
+// Every reply key machines lists is a key of [replies], with its default
+// from machines and its own override, with no code per key in this package.
+func TestRepliesAreMachinesReplyKeys(t *testing.T) {
+	if diff := cmp.Diff(machines.DefaultReplies(), DefaultConfig().Replies); diff != "" {
+		t.Errorf("DefaultConfig().Replies (-machines.DefaultReplies +got):\n%s", diff)
+	}
+	for _, k := range machines.ReplyKeys {
+		t.Run(string(k), func(t *testing.T) {
+			text := "Reply " + string(k) + " for {{.Pod}}."
+			got, err := Parse([]byte("[replies]\n"+string(k)+" = "+strconv.Quote(text)+"\n"), "/etc/wake")
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			want := machines.DefaultReplies()
+			want[k] = text
+			if diff := cmp.Diff(want, got.Replies); diff != "" {
+				t.Errorf("Replies (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The timings machines decides by keep machines' defaults, and each field
+// reaches its machines.Timings field.
 func TestMachineTimings(t *testing.T) {
 	c := DefaultConfig()
 	if diff := cmp.Diff(machines.DefaultTimings(), c.MachineTimings()); diff != "" {
@@ -189,7 +220,7 @@ func TestParsedReplies(t *testing.T) {
 	}
 
 	c := DefaultConfig()
-	c.Replies.Refused = "HTTP {{.Stat}}"
+	c.Replies[machines.ReplyRefused] = "HTTP {{.Stat}}"
 	if _, err := c.ParsedReplies(); err == nil || !strings.HasPrefix(err.Error(), "replies.refused: ") {
 		t.Errorf("ParsedReplies with a typo: error %v, want one starting %q", err, "replies.refused: ")
 	}
@@ -276,32 +307,5 @@ func TestDuration(t *testing.T) {
 				t.Fatalf("MarshalText = %q, which reads back as %v, %v", text, back, err)
 			}
 		})
-	}
-}
-
-// Every key the schema walk knows is one tomlKeys finds, and the other way:
-// the two reflections agree.
-func TestFieldByTagFindsEveryKey(t *testing.T) {
-	for _, key := range tomlKeys(reflect.TypeFor[Config](), "") {
-		typ := reflect.TypeFor[Config]()
-		for _, name := range strings.Split(key, ".") {
-			f, ok := fieldByTag(typ, name)
-			if !ok {
-				t.Fatalf("fieldByTag does not find %q of %q", name, key)
-			}
-			typ = f.Type
-			if typ.Kind() == reflect.Slice {
-				typ = typ.Elem()
-			}
-		}
-	}
-	if _, ok := fieldByTag(reflect.TypeFor[Config](), "Server"); ok {
-		t.Error(`fieldByTag matched "Server" to "server": keys must match exactly`)
-	}
-	if _, ok := fieldByTag(reflect.TypeFor[Config](), "-"); ok {
-		t.Error(`fieldByTag matched "-"`)
-	}
-	if !slices.Contains(tomlKeys(reflect.TypeFor[Config](), ""), "providers.api_key_env") {
-		t.Error("tomlKeys misses keys under [[providers]]")
 	}
 }

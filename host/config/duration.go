@@ -9,6 +9,16 @@ import (
 // such as "15m", "90s" or "1h30m".
 type Duration struct{ time.Duration }
 
+// UnmarshalTOML takes a duration string; any other TOML value is an error
+// naming its type (a bare 15 is not read as 15 nanoseconds).
+func (d *Duration) UnmarshalTOML(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("want a duration string such as \"15m\", got %s", describe(v))
+	}
+	return d.UnmarshalText([]byte(s))
+}
+
 // UnmarshalText parses a Go duration string; the error quotes the bad value.
 func (d *Duration) UnmarshalText(text []byte) error {
 	v, err := time.ParseDuration(string(text))

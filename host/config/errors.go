@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/BurntSushi/toml"
 )
 
 // ErrUnknownKey is the Err of an [*Error] about a key the host does not know.
@@ -21,8 +19,6 @@ type Error struct {
 	Col  int    // 1-based column of a syntax error; 0 otherwise
 	Key  string // the key, e.g. "timings.wake_window" or "providers[1].pod"; "" for a syntax error
 	Err  error  // what is wrong
-
-	at toml.Key // the key as the decoder names it (no indexes), for finding its line
 }
 
 // Error reads like a compiler message, e.g.
@@ -72,6 +68,17 @@ func join(errs []*Error) error {
 		all[i] = e
 	}
 	return errors.Join(all...)
+}
+
+// unjoin returns the errors joined in err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 // problem is shorthand for an *Error about key.

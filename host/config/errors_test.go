@@ -134,6 +134,36 @@ waking = { text = "hi" }
 			},
 		},
 		{
+			// The decoder alone would stop at one of them, picked by map order.
+			name: "several wrong values in one table, in file order",
+			file: "[timings]\nwake_window = 15\nwake_watch = \"35\"\nexpected_wake = \"9m\"\nready_slack = 1.5\nwatch_poll = \"soon\"\n",
+			want: []string{
+				`line 2: timings.wake_window: want a duration string such as "15m", got an integer`,
+				`line 3: timings.wake_watch: invalid duration "35": want a number with a unit, such as "15m" or "90s"`,
+				`line 5: timings.ready_slack: want a duration string such as "15m", got a float`,
+				`line 6: timings.watch_poll: invalid duration "soon": want a number with a unit, such as "15m" or "90s"`,
+			},
+		},
+		{
+			name: "wrong types in [store]",
+			file: "[store]\nhistory_max_age = 30\nhistory_max_sessions = \"many\"\nprune_interval = \"10\"\n",
+			want: []string{
+				`line 2: store.history_max_age: want a duration string such as "15m", got an integer`,
+				`line 3: store.history_max_sessions: want an integer, got a string`,
+				`line 4: store.prune_interval: invalid duration "10": want a number with a unit, such as "15m" or "90s"`,
+			},
+		},
+		{
+			name: "unknown reply key",
+			file: "[replies]\nwaking = \"Waking.\"\n\nfoo = \"Foo.\"\n",
+			want: []string{`line 4: unknown key "replies.foo"`},
+		},
+		{
+			name: "reply key differing in case",
+			file: "replies.Waking = \"Waking.\"\n",
+			want: []string{`line 1: unknown key "replies.Waking"`},
+		},
+		{
 			name: "a table where a value belongs, and the other way",
 			file: "timings = \"15m\"\n[server.listen]\nhost = \"x\"\n",
 			want: []string{
@@ -210,6 +240,33 @@ base_url = "https://llm.internal"
 				}
 			}
 		})
+	}
+}
+
+// Parse says the same about a file every time, though the decoder meets
+// the keys of a table in map order.
+func TestParseErrorsAreStable(t *testing.T) {
+	file := []byte(`[conductor]
+start_timeout = 3
+lookup_timeout = "3"
+url = 1
+plugin = []
+[timings]
+wake_window = "x"
+loading_ceiling = 1
+wake_watch = 2.5
+watch_poll = true
+expected_wake = []
+pod_idle_stop = {}
+`)
+	_, first := Parse(file, "/etc/wake")
+	if got := len(messages(first)); got != 10 {
+		t.Fatalf("Parse: %d errors, want 10:\n%v", got, first)
+	}
+	for range 30 {
+		if _, err := Parse(file, "/etc/wake"); err == nil || err.Error() != first.Error() {
+			t.Fatalf("Parse said\n%v\nthen\n%v", first, err)
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -49,54 +50,34 @@ func Parse(data []byte, dir string) (Config, error) {
 
 func parse(data []byte, dir string) (Config, []*Error) {
 	src := string(data)
-
-	// Syntax, and an untyped view of the document for the strict checks.
-	var raw map[string]any
-	md, err := toml.Decode(src, &raw)
+	var top map[string]toml.Primitive
+	md, err := toml.Decode(src, &top)
 	if err != nil {
 		return Config{}, []*Error{syntaxError(src, err)}
 	}
 
-	// Unknown keys, wrong types and malformed durations, all of them, in
-	// the file's order. The decoder is not asked to decode a file with any
-	// of these: it would stop at the first one it met in map order, and it
-	// matches keys case-insensitively.
-	if errs := checkShape(raw, md); len(errs) > 0 {
-		addLines(src, md, errs)
-		return Config{}, errs
-	}
-
-	// Decode over the defaults. Tables merge key by key, but the file's
-	// [[providers]] replace the default provider outright; each of them then
-	// gets the defaults of the keys it leaves out.
+	// Decode over the defaults. Tables merge key by key and [replies] entry
+	// by entry, but the file's [[providers]] replace the default provider:
+	// each is decoded over a Provider holding only the defaults of plugin
+	// and path (the decoder decodes into the elements of a slice long
+	// enough for the array).
 	c := DefaultConfig()
-	fileProviders, hasProviders := raw["providers"]
-	if hasProviders {
-		c.Providers = nil
+	if p, ok := top["providers"]; ok {
+		var tables []toml.Primitive
+		_ = md.PrimitiveDecode(p, &tables) // not an array: the decode below fails
+		c.Providers = slices.Repeat([]Provider{{Plugin: DefaultProviderPlugin, Path: DefaultProviderPath}}, len(tables))
 	}
-	md, err = toml.Decode(src, &c)
-	if err != nil { // not expected once checkShape passed
-		return Config{}, []*Error{{Err: err}}
+	_, decodeErr := toml.Decode(src, &c)
+
+	// Unknown keys, and every value the decoder rejects, in the file's order.
+	ch := newChecker(src, &md, decodeErr != nil)
+	ch.table(top, defaults(), "", nil, func(v any) map[string]any { return v.(map[string]any) }, true)
+	if len(ch.errs) > 0 {
+		ch.addLines(ch.errs)
+		return Config{}, ch.errs
 	}
-	if undecoded := md.Undecoded(); len(undecoded) > 0 { // likewise
-		errs := make([]*Error, len(undecoded))
-		for i, k := range undecoded {
-			errs[i] = &Error{Key: k.String(), Err: ErrUnknownKey, at: k}
-		}
-		addLines(src, md, errs)
-		return Config{}, errs
-	}
-	if hasProviders {
-		elems, _ := asSlice(fileProviders)
-		for i, e := range elems {
-			m, _ := e.(map[string]any)
-			if _, set := m["plugin"]; !set && i < len(c.Providers) {
-				c.Providers[i].Plugin = DefaultProviderPlugin
-			}
-			if _, set := m["path"]; !set && i < len(c.Providers) {
-				c.Providers[i].Path = DefaultProviderPath
-			}
-		}
+	if decodeErr != nil { // not expected: decoded alone, every value was accepted
+		return Config{}, []*Error{{Err: decodeErr}}
 	}
 
 	// Relative directories are relative to the file.
@@ -107,7 +88,7 @@ func parse(data []byte, dir string) (Config, []*Error) {
 	c.Plugins.Dir = resolve(dir, c.Plugins.Dir)
 
 	if errs := c.validate(); len(errs) > 0 {
-		addLines(src, md, errs)
+		ch.addLines(errs)
 		return Config{}, errs
 	}
 	return c, nil

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/wakeonchat/wakeonchat/machines"
 )
 
 // resolved is DefaultConfig as Parse returns it for an empty file in dir.
@@ -66,6 +68,12 @@ system_prompt = """
 You are Rig-E.
 Be brief."""
 history_messages = 0
+history_bytes = 1000
+
+[store]
+history_max_age = "48h"
+history_max_sessions = 50
+prune_interval = "1m"
 
 [replies]
 waking = "w {{.ExpectedMinutes}}"
@@ -151,13 +159,19 @@ func TestParse(t *testing.T) {
 						Providers:       []string{"llama", "backup"},
 						SystemPrompt:    "You are Rig-E.\nBe brief.",
 						HistoryMessages: 0,
+						HistoryBytes:    1000,
 					},
-					Replies: Replies{
-						Waking: "w {{.ExpectedMinutes}}", StillWaking: "sw {{.ElapsedMinutes}}", Rewake: "rw",
-						Loading: "l", LoadingWaking: "lw {{.ElapsedMinutes}}", Stuck: "s {{.LoadingMinutes}}",
-						Unreadable: "u", ReadyThenStopped: "rts {{.ReadyAt}} {{.IdleMinutes}}",
-						NeverReady: "nr {{.WakeRequestedAt}}", Refused: "r {{.Status}}", WakeFailed: "wf",
-						ResumeWaiting: "rsw {{.Pod}}",
+					Store: Store{
+						HistoryMaxAge:      Duration{48 * time.Hour},
+						HistoryMaxSessions: 50,
+						PruneInterval:      Duration{time.Minute},
+					},
+					Replies: map[machines.ReplyKey]string{
+						"waking": "w {{.ExpectedMinutes}}", "still_waking": "sw {{.ElapsedMinutes}}", "rewake": "rw",
+						"loading": "l", "loading_waking": "lw {{.ElapsedMinutes}}", "stuck": "s {{.LoadingMinutes}}",
+						"unreadable": "u", "ready_then_stopped": "rts {{.ReadyAt}} {{.IdleMinutes}}",
+						"never_ready": "nr {{.WakeRequestedAt}}", "refused": "r {{.Status}}", "wake_failed": "wf",
+						"resume_waiting": "rsw {{.Pod}}",
 					},
 				}
 			},

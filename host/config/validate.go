@@ -13,6 +13,15 @@ import (
 	"github.com/wakeonchat/wakeonchat/machines"
 )
 
+const (
+	// maxPluginMessageBytes mirrors pluginapi.MaxMessageBytes, the largest
+	// gRPC message the plugin boundary carries.
+	maxPluginMessageBytes = 32 << 20
+	// requestOverhead is room, in a completion request, for what is not
+	// the message, the history or the system prompt.
+	requestOverhead = 64 << 10
+)
+
 var (
 	providerNamePattern = regexp.MustCompile(`^[a-z0-9_-]+$`)
 	podNamePattern      = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
@@ -24,7 +33,8 @@ var (
 // joined with errors.Join; nil when c is valid. It checks values on their
 // own (durations positive, addresses and names well formed) and against
 // each other (agent.providers names known providers, wake_watch is at least
-// wake_window, ...), and parses and renders every reply template.
+// wake_window, the largest request fits a plugin message, ...), and parses
+// and renders every reply template.
 func (c Config) Validate() error { return join(c.validate()) }
 
 func (c Config) validate() []*Error {
@@ -156,6 +166,31 @@ func (c Config) validate() []*Error {
 	if c.Agent.HistoryMessages < 0 {
 		add(problem("agent.history_messages", "must not be negative (0 sends no history)"))
 	}
+	if c.Agent.HistoryBytes < 0 {
+		add(problem("agent.history_bytes", "must not be negative (0 sends no history)"))
+	}
+	// The largest request the host builds must fit a message to a plugin;
+	// each term is capped at the limit so that the sum cannot overflow.
+	if body, hist := c.Server.MaxBodyBytes, int64(c.Agent.HistoryBytes); body > 0 && hist >= 0 {
+		prompt := int64(len(c.Agent.SystemPrompt))
+		if min(body, maxPluginMessageBytes)+min(hist, maxPluginMessageBytes)+prompt+requestOverhead >= maxPluginMessageBytes {
+			key := "agent.history_bytes" // the error is about the larger of the two
+			if body > hist {
+				key = "server.max_body_bytes"
+			}
+			add(problem(key, "server.max_body_bytes (%d) + agent.history_bytes (%d) + agent.system_prompt (%d bytes) + %d KiB must be less than %d MiB, the largest message to a plugin",
+				body, hist, prompt, requestOverhead>>10, maxPluginMessageBytes>>20))
+		}
+	}
+
+	// [store]
+	if c.Store.HistoryMaxAge.Duration < 0 {
+		add(problem("store.history_max_age", "must not be negative (0s keeps sessions of any age)"))
+	}
+	if c.Store.HistoryMaxSessions < 0 {
+		add(problem("store.history_max_sessions", "must not be negative (0 keeps any number of sessions)"))
+	}
+	positive("store.prune_interval", c.Store.PruneInterval)
 
 	// [replies]
 	_, replyErrs := c.parseReplies()
@@ -166,7 +201,7 @@ func (c Config) validate() []*Error {
 // parseReplies parses the reply templates, turning each *machines.ReplyError
 // into an *Error about its key in [replies].
 func (c Config) parseReplies() (*machines.Replies, []*Error) {
-	r, err := machines.ParseReplies(c.ReplyTexts())
+	r, err := machines.ParseReplies(c.Replies)
 	if err == nil {
 		return r, nil
 	}
@@ -180,17 +215,6 @@ func (c Config) parseReplies() (*machines.Replies, []*Error) {
 		}
 	}
 	return nil, errs
-}
-
-// unjoin returns the errors joined in err, or err alone.
-func unjoin(err error) []error {
-	if err == nil {
-		return nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
 }
 
 // checkListen accepts host:port with a numeric port; the host may be empty

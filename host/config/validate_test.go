@@ -2,11 +2,14 @@ package config
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/wakeonchat/wakeonchat/machines"
 )
 
 func TestValidate(t *testing.T) {
@@ -329,25 +332,89 @@ func TestValidate(t *testing.T) {
 			want:   []string{"agent.history_messages: must not be negative (0 sends no history)"},
 		},
 
+		{
+			name:   "negative history bytes",
+			change: func(c *Config) { c.Agent.HistoryBytes = -1 },
+			want:   []string{"agent.history_bytes: must not be negative (0 sends no history)"},
+		},
+		{
+			name:   "no history bytes",
+			change: func(c *Config) { c.Agent.HistoryBytes = 0 },
+		},
+		{
+			// 1 MiB + history + 28 bytes of prompt + 64 KiB is one byte short of 32 MiB.
+			name:   "the largest request just fits a plugin message",
+			change: func(c *Config) { c.Agent.HistoryBytes = 32<<20 - 1<<20 - 64<<10 - 28 - 1 },
+		},
+		{
+			name:   "the largest request is as large as a plugin message",
+			change: func(c *Config) { c.Agent.HistoryBytes = 32<<20 - 1<<20 - 64<<10 - 28 },
+			want:   []string{"agent.history_bytes: server.max_body_bytes (1048576) + agent.history_bytes (32440292) + agent.system_prompt (28 bytes) + 64 KiB must be less than 32 MiB, the largest message to a plugin"},
+		},
+		{
+			// Summed as they are, the two would wrap around to a negative size.
+			name: "a body limit past a plugin message",
+			change: func(c *Config) {
+				c.Server.MaxBodyBytes = math.MaxInt64
+				c.Agent.HistoryBytes = 1 << 62
+			},
+			want: []string{"server.max_body_bytes: server.max_body_bytes (9223372036854775807) + agent.history_bytes (4611686018427387904) + agent.system_prompt (28 bytes) + 64 KiB must be less than 32 MiB, the largest message to a plugin"},
+		},
+		{
+			name: "a system prompt past a plugin message",
+			change: func(c *Config) {
+				c.Agent.SystemPrompt = strings.Repeat("x", 32<<20)
+				c.Agent.HistoryBytes = 1 << 62
+			},
+			want: []string{"agent.history_bytes: server.max_body_bytes (1048576) + agent.history_bytes (4611686018427387904) + agent.system_prompt (33554432 bytes) + 64 KiB must be less than 32 MiB, the largest message to a plugin"},
+		},
+
+		// [store]
+		{
+			name: "store limits off",
+			change: func(c *Config) {
+				c.Store.HistoryMaxAge = Duration{}
+				c.Store.HistoryMaxSessions = 0
+			},
+		},
+		{
+			name: "store limits negative, no prune interval",
+			change: func(c *Config) {
+				c.Store.HistoryMaxAge = Duration{-time.Hour}
+				c.Store.HistoryMaxSessions = -1
+				c.Store.PruneInterval = Duration{}
+			},
+			want: []string{
+				"store.history_max_age: must not be negative (0s keeps sessions of any age)",
+				"store.history_max_sessions: must not be negative (0 keeps any number of sessions)",
+				"store.prune_interval: must be positive",
+			},
+		},
+		{
+			name:   "negative prune interval",
+			change: func(c *Config) { c.Store.PruneInterval = Duration{-time.Minute} },
+			want:   []string{"store.prune_interval: must be positive"},
+		},
+
 		// [replies]
 		{
 			name:   "reply template typo",
-			change: func(c *Config) { c.Replies.StillWaking = "Still waking — {{.Elapsed}} min elapsed." },
+			change: func(c *Config) { c.Replies[machines.ReplyStillWaking] = "Still waking — {{.Elapsed}} min elapsed." },
 			want: []string{
 				`replies.still_waking: template: still_waking:1:19: executing "still_waking" at <.Elapsed>: can't evaluate field Elapsed in type machines.ReplyData`,
 			},
 		},
 		{
 			name:   "reply that does not parse",
-			change: func(c *Config) { c.Replies.Waking = "Waking {{.ExpectedMinutes" },
+			change: func(c *Config) { c.Replies[machines.ReplyWaking] = "Waking {{.ExpectedMinutes" },
 			want:   []string{`replies.waking: template: waking:1: unclosed action`},
 		},
 		{
 			name: "reply with a URL or markdown",
 			change: func(c *Config) {
-				c.Replies.Stuck = "Stuck. See https://status.example.com for help."
-				c.Replies.Refused = "Refused with **HTTP {{.Status}}**."
-				c.Replies.Rewake = "Waking again; check [the status page](status)."
+				c.Replies[machines.ReplyStuck] = "Stuck. See https://status.example.com for help."
+				c.Replies[machines.ReplyRefused] = "Refused with **HTTP {{.Status}}**."
+				c.Replies[machines.ReplyRewake] = "Waking again; check [the status page](status)."
 			},
 			want: []string{
 				`replies.rewake: contains markdown ("[the status page](")`,
@@ -357,7 +424,7 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name:   "empty reply",
-			change: func(c *Config) { c.Replies.Unreadable = "  " },
+			change: func(c *Config) { c.Replies[machines.ReplyUnreadable] = "  " },
 			want:   []string{"replies.unreadable: missing or empty"},
 		},
 
