@@ -82,6 +82,7 @@ rewake = "rw"
 loading = "l"
 loading_waking = "lw {{.ElapsedMinutes}}"
 stuck = "s {{.LoadingMinutes}}"
+crashed = "c {{.ReadyAt}}"
 unreadable = "u"
 ready_then_stopped = "rts {{.ReadyAt}} {{.IdleMinutes}}"
 never_ready = "nr {{.WakeRequestedAt}}"
@@ -168,7 +169,7 @@ func TestParse(t *testing.T) {
 					},
 					Replies: map[machines.ReplyKey]string{
 						"waking": "w {{.ExpectedMinutes}}", "still_waking": "sw {{.ElapsedMinutes}}", "rewake": "rw",
-						"loading": "l", "loading_waking": "lw {{.ElapsedMinutes}}", "stuck": "s {{.LoadingMinutes}}",
+						"loading": "l", "loading_waking": "lw {{.ElapsedMinutes}}", "stuck": "s {{.LoadingMinutes}}", "crashed": "c {{.ReadyAt}}",
 						"unreadable": "u", "ready_then_stopped": "rts {{.ReadyAt}} {{.IdleMinutes}}",
 						"never_ready": "nr {{.WakeRequestedAt}}", "refused": "r {{.Status}}", "wake_failed": "wf",
 						"resume_waiting": "rsw {{.Pod}}",
