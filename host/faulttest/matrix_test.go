@@ -36,6 +36,7 @@ const (
 	lineWakeResumed  = "wake watch resumed for pod qwen: wake requested at 12:26 UTC"
 	lineLoadingWait  = "provider not ready for pod qwen (status RUNNING, model loading) → wait"
 	lineCrashed      = lineLoadingWait + " — CRASHED: was answering, stopped while RUNNING"
+	lineAnswerLost   = "wake requested for pod qwen: in flight (the start's answer was lost: the GPU plugin stopped during the call; watching the pod)"
 	lineExitedWake   = "provider not ready for pod qwen (status EXITED) → wake"
 	lineExitedWait   = "provider not ready for pod qwen (status EXITED) → wait"
 	lineUnreadableOK = "provider not ready for pod qwen (status UNKNOWN) → wait"
@@ -257,6 +258,22 @@ var matrix = []row{
 		gets:  2, completions: 1, stored: true,
 	},
 	{
+		// The start was handed to the GPU plugin, which died before it
+		// answered: whether the request went out is unknown, so, like the
+		// client timeout of D2, the wake is in flight and watched. The next
+		// ask inside the window waits; it sends no second start.
+		name: "plugin/GPU plugin crashes during StartPod", gpuPlugin: faultBin, history: true,
+		inject:     asleep(fault("crash", status(http.StatusAccepted, "application/json", `{}`))),
+		wantStatus: http.StatusOK, wantReply: replyStopped,
+		lines: []wantLine{
+			{level: "INFO", msg: lineExitedWake},
+			{level: "INFO", msg: lineAnswerLost},
+		},
+		absent: []string{lineWakeFailed, lineWakeRefused},
+		gets:   1, completions: 1, starts: 1,
+		then: askAgainInFlight,
+	},
+	{
 		// The model got the payload; the plugin died before answering. The
 		// outcome is unknown, so the payload is never sent again.
 		name: "plugin/provider plugin crashes during Complete", providerPlugin: faultBin, history: true,
@@ -356,6 +373,23 @@ func askAgainNotSent(t *testing.T, e *env, h *host) *host {
 	}
 	checkLine(t, e, wantLine{level: "INFO", msg: "wake requested for pod qwen: accepted status=202"})
 	return h
+}
+
+// askAgainInFlight: a start whose answer was lost is a wake in flight. A
+// minute later the pod is still asleep: the next ask waits, and no second
+// start goes out.
+func askAgainInFlight(t *testing.T, e *env, h *host) *host {
+	t.Helper()
+	starts := e.cond.count(routeStart)
+	e.clock.Advance(time.Minute)
+	got := h.chat(t, session, "again")
+	if want := replyBody(session, e2e.ReplyStillWaking(1)); got.Status != http.StatusOK || got.Body != want {
+		t.Errorf("ask after the lost start: %d %q, want 200 %q", got.Status, got.Body, want)
+	}
+	if n := e.cond.count(routeStart); n != starts {
+		t.Errorf("%d more start requests, want none", n-starts)
+	}
+	return watched(t, e, h)
 }
 
 // watched: a start in flight is watched (D12): the watch sleeps on the
