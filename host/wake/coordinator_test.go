@@ -22,9 +22,8 @@ const acceptedLine = "wake requested for pod qwen: accepted status=202"
 // goes out in the background.
 func TestFirstNotReadyWakes(t *testing.T) {
 	e := newEnv(t, wake.Config{})
-	caps := &fakeCaps{}
 
-	d := e.notReady(t, caps)
+	d := e.notReady(t)
 
 	want := machines.Decision{
 		Action: machines.ActionWake,
@@ -37,8 +36,8 @@ func TestFirstNotReadyWakes(t *testing.T) {
 		t.Errorf("decision (-want +got):\n%s", diff)
 	}
 	e.logs.wait(t, acceptedLine)
-	if n := caps.wakes.Load(); n != 1 {
-		t.Errorf("Wake called %d times, want 1", n)
+	if n := e.gpu.starts(); n != 1 {
+		t.Errorf("StartPod called %d times, want 1", n)
 	}
 	wantRec := machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0}
 	if diff := cmp.Diff(wantRec, e.record(t)); diff != "" {
@@ -61,7 +60,6 @@ var cmpDecision = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String(
 // moment; the per-pod lock lets exactly one of them wake it.
 func TestConcurrentNotReadyWakesOnce(t *testing.T) {
 	e := newEnv(t, wake.Config{})
-	caps := &fakeCaps{}
 	const n = 500
 	replies := make(chan machines.ReplyKey, n)
 	gate := make(chan struct{})
@@ -71,7 +69,7 @@ func TestConcurrentNotReadyWakesOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			<-gate
-			d, err := e.c.NotReady(context.Background(), "qwen", "EXITED", machines.LookupFound, false, caps)
+			d, err := e.c.NotReady(context.Background(), "qwen", "EXITED", machines.LookupFound, false)
 			if err != nil {
 				t.Errorf("NotReady: %v", err)
 				return
@@ -91,8 +89,8 @@ func TestConcurrentNotReadyWakesOnce(t *testing.T) {
 		t.Errorf("replies (-want +got):\n%s", diff)
 	}
 	e.logs.wait(t, acceptedLine)
-	if n := caps.wakes.Load(); n != 1 {
-		t.Errorf("Wake called %d times, want exactly 1", n)
+	if n := e.gpu.starts(); n != 1 {
+		t.Errorf("StartPod called %d times, want exactly 1", n)
 	}
 }
 
@@ -103,7 +101,7 @@ func TestWakeWindow(t *testing.T) {
 		name      string
 		gap       time.Duration
 		want      machines.Decision
-		wantWakes int32
+		wantWakes int
 	}{
 		{"at once", 0, machines.Decision{Action: machines.ActionWait, Reply: machines.ReplyStillWaking,
 			Text: "Still waking — 0 min elapsed, usually ready by ~9. Ask again shortly.", From: machines.Waking, To: machines.Waking}, 1},
@@ -117,19 +115,18 @@ func TestWakeWindow(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, wake.Config{})
-			caps := &fakeCaps{}
-			e.notReady(t, caps)
+			e.notReady(t)
 			e.logs.wait(t, acceptedLine)
 			e.clk.Advance(tt.gap)
 
-			d := e.notReady(t, caps)
+			d := e.notReady(t)
 
 			if diff := cmp.Diff(tt.want, d, cmpDecision); diff != "" {
 				t.Errorf("second decision (-want +got):\n%s", diff)
 			}
-			e.logs.waitN(t, acceptedLine, int(tt.wantWakes))
-			if n := caps.wakes.Load(); n != tt.wantWakes {
-				t.Errorf("Wake called %d times, want %d", n, tt.wantWakes)
+			e.logs.waitN(t, acceptedLine, tt.wantWakes)
+			if n := e.gpu.starts(); n != tt.wantWakes {
+				t.Errorf("StartPod called %d times, want %d", n, tt.wantWakes)
 			}
 			if got, want := e.record(t).WakeRequestedAt, t0; tt.wantWakes == 2 {
 				want = t0.Add(tt.gap)
@@ -147,9 +144,9 @@ func TestWakeWindow(t *testing.T) {
 // and never wakes; 25 minutes into the wake it is stuck (D9), logged at error
 // level.
 func TestModelLoading(t *testing.T) {
-	loading := func(e *env, caps wake.Capabilities) machines.Decision {
+	loading := func(e *env) machines.Decision {
 		t.Helper()
-		d, err := e.c.NotReady(context.Background(), "qwen", "RUNNING", machines.LookupFound, true, caps)
+		d, err := e.c.NotReady(context.Background(), "qwen", "RUNNING", machines.LookupFound, true)
 		if err != nil {
 			t.Fatalf("NotReady(modelLoading): %v", err)
 		}
@@ -159,8 +156,7 @@ func TestModelLoading(t *testing.T) {
 
 	t.Run("without a wake", func(t *testing.T) {
 		e := newEnv(t, wake.Config{})
-		caps := &fakeCaps{}
-		d := loading(e, caps)
+		d := loading(e)
 		want := machines.Decision{Action: machines.ActionWait, Reply: machines.ReplyLoading,
 			Text: "The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.",
 			From: machines.Asleep, To: machines.Loading}
@@ -171,23 +167,24 @@ func TestModelLoading(t *testing.T) {
 			e.logs.withMsg(t, loadingLine)); diff != "" {
 			t.Errorf("log (-want +got):\n%s", diff)
 		}
-		if n := caps.wakes.Load(); n != 0 {
-			t.Errorf("Wake called %d times, want 0: a loading pod is up", n)
+		if n := e.gpu.starts(); n != 0 {
+			t.Errorf("StartPod called %d times, want 0: a loading pod is up", n)
 		}
 	})
 
 	t.Run("stuck at 25 min", func(t *testing.T) {
 		e := newEnv(t, wake.Config{})
-		caps := &fakeCaps{}
-		e.notReady(t, caps)
+		// The watch's reads agree with the turns: up, not ready.
+		e.gpu.getPod = func(context.Context, string, int) (pluginapi.Pod, error) { return upPod(time.Time{}), nil }
+		e.notReady(t)
 		e.logs.wait(t, acceptedLine)
 		e.clk.Advance(6 * time.Minute)
-		if d := loading(e, caps); d.Reply != machines.ReplyLoadingWaking || d.Stuck {
+		if d := loading(e); d.Reply != machines.ReplyLoadingWaking || d.Stuck {
 			t.Fatalf("at 6 min: reply %q stuck %v, want %q and not stuck", d.Reply, d.Stuck, machines.ReplyLoadingWaking)
 		}
 		e.clk.Advance(19 * time.Minute)
 
-		d := loading(e, caps)
+		d := loading(e)
 
 		want := machines.Decision{Action: machines.ActionWait, Reply: machines.ReplyStuck, Stuck: true,
 			Text: "The model server has been up for 25 minutes and still is not answering — it may be stuck. Someone needs to look at the pod.",
@@ -200,18 +197,65 @@ func TestModelLoading(t *testing.T) {
 			e.logs.withMsg(t, stuckLine)); diff != "" {
 			t.Errorf("log (-want +got):\n%s", diff)
 		}
-		if n := caps.wakes.Load(); n != 1 {
-			t.Errorf("Wake called %d times, want only the first wake's 1", n)
+		if n := e.gpu.starts(); n != 1 {
+			t.Errorf("StartPod called %d times, want only the first wake's 1", n)
 		}
 	})
+}
+
+// TestCrashed: a pod that answered a turn and then, still RUNNING, stops
+// answering has crashed: the turn gets the crashed reply, logged at error
+// level with CRASHED, and nothing is woken — the pod is up. Once the
+// conductor says it is down, the next turn wakes it.
+func TestCrashed(t *testing.T) {
+	e := newEnv(t, wake.Config{})
+	e.gpu.getPod = func(context.Context, string, int) (pluginapi.Pod, error) { return upPod(time.Time{}), nil }
+	e.notReady(t)
+	e.logs.wait(t, acceptedLine)
+	e.clk.Advance(9 * time.Minute)
+	e.c.Answered(context.Background(), "qwen", time.Time{})
+	if got := e.record(t).State; got != machines.Ready {
+		t.Fatalf("after an answered turn: state %s, want ready", got)
+	}
+	e.clk.Advance(time.Minute)
+
+	const crashedLine = "provider not ready for pod qwen (status RUNNING, model loading) → wait — CRASHED: was answering, stopped while RUNNING"
+	for i := range 2 { // the second turn finds it crashed already
+		d, err := e.c.NotReady(context.Background(), "qwen", "RUNNING", machines.LookupFound, true)
+		if err != nil {
+			t.Fatalf("NotReady(modelLoading): %v", err)
+		}
+		from := machines.Ready
+		if i > 0 {
+			from = machines.Crashed
+		}
+		want := machines.Decision{Action: machines.ActionWait, Reply: machines.ReplyCrashed, Crashed: true,
+			Text: "The model server answered at 12:09 UTC but has stopped answering — it may have crashed. Someone needs to look at the pod.",
+			From: from, To: machines.Crashed}
+		if diff := cmp.Diff(want, d, cmpDecision); diff != "" {
+			t.Errorf("turn %d: decision (-want +got):\n%s", i+1, diff)
+		}
+	}
+	wantLine := logLine{Level: "ERROR", Msg: crashedLine, Pod: "qwen", State: "crashed", Reply: "crashed"}
+	if diff := cmp.Diff([]logLine{wantLine, wantLine}, e.logs.withMsg(t, crashedLine)); diff != "" {
+		t.Errorf("log (-want +got):\n%s", diff)
+	}
+	if n := e.gpu.starts(); n != 1 {
+		t.Errorf("StartPod called %d times, want only the first wake's 1: a crashed pod is up", n)
+	}
+
+	e.c.Observe(context.Background(), "qwen", exited())
+	if d := e.notReady(t); d.Action != machines.ActionWake || d.Reply != machines.ReplyWaking {
+		t.Errorf("once the pod is down: %q %q, want wake %q", d.Action, d.Reply, machines.ReplyWaking)
+	}
+	e.logs.waitN(t, acceptedLine, 2)
 }
 
 // TestDecisionLine: the decision line names the conductor's words; an
 // unknown status says so, and an unreadable pod is never woken.
 func TestDecisionLine(t *testing.T) {
 	e := newEnv(t, wake.Config{})
-	caps := &fakeCaps{}
-	d, err := e.c.NotReady(context.Background(), "qwen", "", machines.LookupUnreadable, false, caps)
+	d, err := e.c.NotReady(context.Background(), "qwen", "", machines.LookupUnreadable, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,8 +267,8 @@ func TestDecisionLine(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
 	}
-	if n := caps.wakes.Load(); n != 0 {
-		t.Errorf("Wake called %d times for an unreadable pod, want 0", n)
+	if n := e.gpu.starts(); n != 0 {
+		t.Errorf("StartPod called %d times for an unreadable pod, want 0", n)
 	}
 }
 
@@ -239,21 +283,21 @@ func TestCallerCancelDoesNotCancelStart(t *testing.T) {
 		deadline    time.Time
 	}
 	seenCh := make(chan seen, 1)
-	caps := &fakeCaps{wake: func(ctx context.Context) pluginapi.StartResult {
+	e.gpu.startPod = func(ctx context.Context, _ string) (pluginapi.StartResult, error) {
 		<-release
 		dl, ok := ctx.Deadline()
 		seenCh <- seen{err: ctx.Err(), hasDeadline: ok, deadline: dl}
 		if ctx.Err() != nil {
-			return pluginapi.StartResult{Error: "canceled"}
+			return pluginapi.StartResult{}, ctx.Err()
 		}
-		return pluginapi.StartResult{Requested: true, Status: 202}
-	}}
+		return pluginapi.StartResult{Requested: true, Status: 202}, nil
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	start := time.Now()
 
-	d, err := e.c.NotReady(ctx, "qwen", "EXITED", machines.LookupFound, false, caps)
+	d, err := e.c.NotReady(ctx, "qwen", "EXITED", machines.LookupFound, false)
 	if err != nil || d.Action != machines.ActionWake {
-		t.Fatalf("NotReady = %q, %v; want wake, nil (returned while Wake is blocked)", d.Action, err)
+		t.Fatalf("NotReady = %q, %v; want wake, nil (returned while StartPod is blocked)", d.Action, err)
 	}
 	cancel()
 	close(release)
@@ -274,15 +318,14 @@ func TestStoreFailure(t *testing.T) {
 	recs := newMemRecords()
 	recs.putErr = func(machines.Record) error { return errors.New("disk full") }
 	e := newEnv(t, wake.Config{Records: recs})
-	caps := &fakeCaps{}
 
-	_, err := e.c.NotReady(context.Background(), "qwen", "EXITED", machines.LookupFound, false, caps)
+	_, err := e.c.NotReady(context.Background(), "qwen", "EXITED", machines.LookupFound, false)
 
 	if err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("NotReady error = %v, want the store's error wrapped", err)
 	}
-	if n := caps.wakes.Load(); n != 0 {
-		t.Errorf("Wake called %d times, want 0", n)
+	if n := e.gpu.starts(); n != 0 {
+		t.Errorf("StartPod called %d times, want 0", n)
 	}
 	if got, _ := e.logs.lines(t); len(got) != 0 {
 		t.Errorf("logged %v, want nothing: the caller logs the returned error once", got)
@@ -290,16 +333,16 @@ func TestStoreFailure(t *testing.T) {
 }
 
 // TestClose: Close stops the watches and returns; afterwards NotReady and
-// Resume refuse.
+// Resume refuse, and Observe and Answered do nothing.
 func TestClose(t *testing.T) {
 	e := newEnv(t, wake.Config{})
 	blocked := make(chan struct{})
-	caps := &fakeCaps{readPod: func(ctx context.Context, n int) (pluginapi.Pod, error) {
+	e.gpu.getPod = func(ctx context.Context, _ string, _ int) (pluginapi.Pod, error) {
 		close(blocked)
 		<-ctx.Done() // a pod read hanging until it is cancelled
 		return pluginapi.Pod{}, ctx.Err()
-	}}
-	e.notReady(t, caps)
+	}
+	e.notReady(t)
 	e.step(t, time.Minute)
 	<-blocked
 
@@ -309,32 +352,38 @@ func TestClose(t *testing.T) {
 		t.Fatalf("Close = %v, want nil", err)
 	}
 
-	if _, err := e.c.NotReady(context.Background(), "qwen", "EXITED", machines.LookupFound, false, caps); !errors.Is(err, wake.ErrClosed) {
+	if _, err := e.c.NotReady(context.Background(), "qwen", "EXITED", machines.LookupFound, false); !errors.Is(err, wake.ErrClosed) {
 		t.Errorf("NotReady after Close = %v, want ErrClosed", err)
 	}
-	if err := e.c.Resume(func(string) wake.Capabilities { return caps }); !errors.Is(err, wake.ErrClosed) {
+	if err := e.c.Resume(func(string) bool { return true }); !errors.Is(err, wake.ErrClosed) {
 		t.Errorf("Resume after Close = %v, want ErrClosed", err)
+	}
+	puts := e.recs.putCount()
+	e.c.Observe(context.Background(), "qwen", upPod(t0.Add(30*time.Second)))
+	e.c.Answered(context.Background(), "qwen", t0.Add(30*time.Second))
+	if got := e.recs.putCount(); got != puts {
+		t.Errorf("Observe and Answered after Close wrote %d records, want none", got-puts)
 	}
 	if got := e.logs.withMsg(t, "wake watch for pod qwen: pod read failed: canceled"); len(got) != 0 {
 		t.Errorf("a pod read cancelled by Close was logged as a failure: %v", got)
 	}
-	if n := caps.wakes.Load(); n != 1 {
-		t.Errorf("Wake called %d times, want 1", n)
+	if n := e.gpu.starts(); n != 1 {
+		t.Errorf("StartPod called %d times, want 1", n)
 	}
 }
 
 // TestCloseBoundedByContext: a start that hangs past Close's context is
-// abandoned — cancelled, logged, its outcome not recorded — and Close returns
-// the context's error instead of hanging.
+// abandoned — cancelled, logged, its outcome not recorded and not watched —
+// and Close returns the context's error instead of hanging.
 func TestCloseBoundedByContext(t *testing.T) {
 	e := newEnv(t, wake.Config{})
 	entered := make(chan struct{})
-	caps := &fakeCaps{wake: func(ctx context.Context) pluginapi.StartResult {
+	e.gpu.startPod = func(ctx context.Context, _ string) (pluginapi.StartResult, error) {
 		close(entered)
 		<-ctx.Done()
-		return pluginapi.StartResult{Error: "canceled"}
-	}}
-	e.notReady(t, caps)
+		return pluginapi.StartResult{}, ctx.Err() // what the plugin adapter returns
+	}
+	e.notReady(t)
 	<-entered
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
@@ -343,9 +392,9 @@ func TestCloseBoundedByContext(t *testing.T) {
 		t.Fatalf("Close = %v, want context.DeadlineExceeded", err)
 	}
 
-	line := e.logs.wait(t, "wake failed for pod qwen: canceled")
-	if line.Level != "ERROR" {
-		t.Errorf("level %s, want ERROR", line.Level)
+	const msg = "wake requested for pod qwen: in flight (the start's answer was lost: the host stopped waiting (Canceled); watching the pod)"
+	if diff := cmp.Diff(logLine{Level: "INFO", Msg: msg, Pod: "qwen", Abandoned: true}, e.logs.wait(t, msg)); diff != "" {
+		t.Errorf("start line (-want +got):\n%s", diff)
 	}
 	want := machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0}
 	if diff := cmp.Diff(want, e.record(t)); diff != "" {
@@ -356,22 +405,50 @@ func TestCloseBoundedByContext(t *testing.T) {
 // TestUnchangedRecordNotWritten: an ask that changes nothing (still waking)
 // writes nothing; one that changes the record writes it once.
 func TestUnchangedRecordNotWritten(t *testing.T) {
-	e := newEnv(t, wake.Config{})
-	caps := &fakeCaps{}
-	e.notReady(t, caps)
+	e := newEnv(t, wake.Config{WatchPoll: time.Hour}) // no watch read in between
+	e.notReady(t)
 	e.logs.wait(t, acceptedLine)
 	puts := e.recs.putCount()
 	e.clk.Advance(3 * time.Minute)
-	if d := e.notReady(t, caps); d.Reply != machines.ReplyStillWaking {
+	if d := e.notReady(t); d.Reply != machines.ReplyStillWaking {
 		t.Fatalf("reply %s, want still_waking", d.Reply)
 	}
 	if got := e.recs.putCount(); got != puts {
 		t.Errorf("a still-waking ask wrote the record (%d writes, want %d)", got, puts)
 	}
-	if _, err := e.c.NotReady(context.Background(), "qwen", "RUNNING", machines.LookupFound, true, caps); err != nil {
+	if _, err := e.c.NotReady(context.Background(), "qwen", "RUNNING", machines.LookupFound, true); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.recs.putCount(); got != puts+1 {
 		t.Errorf("a loading ask wrote %d times, want once", got-puts)
+	}
+}
+
+// TestNewRequiresDependencies: a Config without the machine, the store or the
+// GPU plugin is a wiring mistake New refuses at once.
+func TestNewRequiresDependencies(t *testing.T) {
+	pod, err := machines.NewPod(machines.DefaultPolicy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := wake.Config{Pod: pod, Records: newMemRecords(), GPU: &fakeGPU{}}
+	tests := []struct {
+		name string
+		cfg  func(c wake.Config) wake.Config
+		want string
+	}{
+		{"no machine", func(c wake.Config) wake.Config { c.Pod = nil; return c }, "wake: Config.Pod is nil"},
+		{"no store", func(c wake.Config) wake.Config { c.Records = nil; return c }, "wake: Config.Records is nil"},
+		{"no GPU plugin", func(c wake.Config) wake.Config { c.GPU = nil; return c }, "wake: Config.GPU is nil"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				if got := recover(); got != tt.want {
+					t.Errorf("New panicked with %v, want %q", got, tt.want)
+				}
+			}()
+			wake.New(tt.cfg(full))
+		})
 	}
 }

@@ -27,7 +27,8 @@
 //     says to the machine, until the machine leaves the wake's states
 //     (waking, loading, stuck), or until wake_watch after the request, when
 //     it feeds NeverReadySeen. A watch whose wake has been superseded by a
-//     newer one stops and writes nothing. Whichever read or turn first
+//     newer one stops; a read it had in flight is still what the conductor
+//     said, and is fed like any other. Whichever read or turn first
 //     finds the wake ready, "wake ready for pod" is logged once.
 //  4. After a restart, Resume watches again every stored wake whose outcome
 //     is unknown, on the wake's own clock.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,42 +24,105 @@ var t0 = time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
 // has failed.
 const waitLimit = 5 * time.Second
 
-// fakeCaps is a hand-written wake.Capabilities: function fields say what it
-// answers (nil: accepted 202, and an EXITED pod), counters say how often it
-// was called.
-type fakeCaps struct {
-	wake    func(ctx context.Context) pluginapi.StartResult
-	readPod func(ctx context.Context, n int) (pluginapi.Pod, error) // n counts from 1
+// fakeGPU is a hand-written pluginapi.GPU: function fields say what it
+// answers (nil: a start accepted with 202, and an EXITED pod), and it keeps
+// the pod named in every call. The Coordinator never stops a pod: newEnv
+// fails a test whose fake saw a StopPod.
+type fakeGPU struct {
+	startPod func(ctx context.Context, pod string) (pluginapi.StartResult, error)
+	getPod   func(ctx context.Context, pod string, n int) (pluginapi.Pod, error) // n counts from 1
 
-	wakes atomic.Int32
-	reads atomic.Int32
+	mu      sync.Mutex
+	started []string // the pod of every StartPod, in order
+	read    []string // ... of every GetPod
+	stopped []string // ... of every StopPod
 }
 
-var _ wake.Capabilities = (*fakeCaps)(nil)
+var _ pluginapi.GPU = (*fakeGPU)(nil)
 
-func (f *fakeCaps) Wake(ctx context.Context) pluginapi.StartResult {
-	f.wakes.Add(1)
-	if f.wake == nil {
-		return pluginapi.StartResult{Requested: true, Status: 202}
+func (f *fakeGPU) StartPod(ctx context.Context, pod string) (pluginapi.StartResult, error) {
+	f.mu.Lock()
+	f.started = append(f.started, pod)
+	start := f.startPod
+	f.mu.Unlock()
+	if start == nil {
+		return pluginapi.StartResult{Requested: true, Status: 202}, nil
 	}
-	return f.wake(ctx)
+	return start(ctx, pod)
 }
 
-func (f *fakeCaps) ReadPod(ctx context.Context) (pluginapi.Pod, error) {
-	n := int(f.reads.Add(1))
-	if f.readPod == nil {
+func (f *fakeGPU) GetPod(ctx context.Context, pod string) (pluginapi.Pod, error) {
+	f.mu.Lock()
+	f.read = append(f.read, pod)
+	n, get := len(f.read), f.getPod
+	f.mu.Unlock()
+	if get == nil {
 		return exited(), nil
 	}
-	return f.readPod(ctx, n)
+	return get(ctx, pod, n)
+}
+
+func (f *fakeGPU) StopPod(_ context.Context, pod string) (pluginapi.StartResult, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopped = append(f.stopped, pod)
+	return pluginapi.StartResult{Requested: true, Status: 200}, nil
+}
+
+// setStart replaces what StartPod answers from now on.
+func (f *fakeGPU) setStart(start func(ctx context.Context, pod string) (pluginapi.StartResult, error)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.startPod = start
+}
+
+// starts is how often StartPod was called.
+func (f *fakeGPU) starts() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.started)
+}
+
+// reads is how often GetPod was called.
+func (f *fakeGPU) reads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.read)
+}
+
+// check fails t unless every call named pod and none stopped a pod.
+func (f *fakeGPU) check(t *testing.T, pod string) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, call := range []struct {
+		name string
+		pods []string
+	}{{"StartPod", f.started}, {"GetPod", f.read}} {
+		for _, p := range call.pods {
+			if p != pod {
+				t.Errorf("%s(%q), want only %q", call.name, p, pod)
+			}
+		}
+	}
+	if len(f.stopped) != 0 {
+		t.Errorf("StopPod called for %v: the coordinator never stops a pod", f.stopped)
+	}
+}
+
+// answer is a StartPod that answers r.
+func answer(r pluginapi.StartResult) func(context.Context, string) (pluginapi.StartResult, error) {
+	return func(context.Context, string) (pluginapi.StartResult, error) { return r, nil }
 }
 
 func exited() pluginapi.Pod {
 	return pluginapi.Pod{Name: "qwen", Status: "EXITED", Lookup: pluginapi.LookupFound}
 }
 
-// readyPod is the pod running with the conductor's readySince.
-func readyPod(since string) pluginapi.Pod {
-	return pluginapi.Pod{Name: "qwen", Status: "RUNNING", IsRunning: true, ReadySince: since, Lookup: pluginapi.LookupFound}
+// upPod is the pod RUNNING with the conductor's readySince, zero for none.
+func upPod(readySince time.Time) pluginapi.Pod {
+	return pluginapi.Pod{Name: "qwen", Status: pluginapi.StatusRunning, IsRunning: true,
+		ProxyURL: "https://qwen-8000.proxy.example", ReadySince: readySince, Lookup: pluginapi.LookupFound}
 }
 
 // memRecords is an in-memory wake.Records. putErr, when set, fails PutRecord.
@@ -146,6 +208,9 @@ type logLine struct {
 	Pod   string `json:"pod"`
 	State string `json:"state,omitempty"`
 	Reply string `json:"reply,omitempty"`
+	// Set on a start's line: the plugin call panicked; Close gave up on it.
+	Panicked  bool `json:"panicked,omitempty"`
+	Abandoned bool `json:"abandoned,omitempty"`
 }
 
 func (b *logBuf) String() string {
@@ -220,14 +285,17 @@ func (b *logBuf) wait(t *testing.T, msg string) logLine {
 type env struct {
 	clk  *clock.Fake
 	recs *memRecords
+	gpu  *fakeGPU
 	logs *logBuf
 	c    *wake.Coordinator
 }
 
 // newEnv builds a Coordinator on a fake clock at t0 (unless cfg has a clock),
-// an in-memory store (unless cfg has one) and a JSON log at debug level. At
-// the end of the test it closes the Coordinator and checks for leaked
-// goroutines, in that order.
+// an in-memory store and a fake GPU plugin (unless cfg has them) and a JSON
+// log at debug level. Set the fake's function fields before the first call
+// that can reach it. At the end of the test it closes the Coordinator, checks
+// that the plugin was asked about qwen alone and never to stop it, and checks
+// for leaked goroutines, in that order.
 func newEnv(t *testing.T, cfg wake.Config) *env {
 	t.Helper()
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // registered first, runs last
@@ -240,6 +308,13 @@ func newEnv(t *testing.T, cfg wake.Config) *env {
 		cfg.Records = newMemRecords()
 	}
 	e.recs, _ = cfg.Records.(*memRecords)
+	if cfg.GPU == nil {
+		cfg.GPU = &fakeGPU{}
+	}
+	e.gpu, _ = cfg.GPU.(*fakeGPU)
+	if e.gpu != nil {
+		t.Cleanup(func() { e.gpu.check(t, "qwen") }) // runs after Close
+	}
 	if cfg.Pod == nil {
 		pod, err := machines.NewPod(machines.DefaultPolicy())
 		if err != nil {
@@ -260,9 +335,9 @@ func newEnv(t *testing.T, cfg wake.Config) *env {
 }
 
 // notReady runs an asleep turn (EXITED, FOUND) for qwen.
-func (e *env) notReady(t *testing.T, caps wake.Capabilities) machines.Decision {
+func (e *env) notReady(t *testing.T) machines.Decision {
 	t.Helper()
-	d, err := e.c.NotReady(context.Background(), "qwen", "EXITED", machines.LookupFound, false, caps)
+	d, err := e.c.NotReady(context.Background(), "qwen", "EXITED", machines.LookupFound, false)
 	if err != nil {
 		t.Fatalf("NotReady: %v", err)
 	}
@@ -284,6 +359,22 @@ func (e *env) stepTo(t *testing.T, at time.Time, d time.Duration) {
 	t.Helper()
 	for now := e.clk.Now(); now.Before(at); now = e.clk.Now() {
 		e.step(t, min(d, at.Sub(now)))
+	}
+}
+
+// waitIdle waits until every goroutine of the Coordinator (starts and
+// watches) has returned, or fails the test after waitLimit with their stacks.
+func (e *env) waitIdle(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		err := goleak.Find() // retries for a while itself
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for the coordinator to be idle: %v", waitLimit, err)
+		}
 	}
 }
 

@@ -2,6 +2,9 @@ package wake_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,14 +16,19 @@ import (
 )
 
 // TestStartOutcomes: each start result gets its operator line and level
-// (#684); a refused or failed start is recorded and not watched, a requested
-// one — accepted, or in flight after the client's timeout — is watched; the
-// next ask answers from the recorded outcome. A panicking plugin is a failed
-// start, and the host carries on.
+// (#684); a refused start, or one never sent, is recorded and not watched; a
+// requested one — accepted, in flight after the client's timeout, or whose
+// answer was lost with the plugin — stays waking and is watched, and the next
+// ask in the window waits without a second start. A panicking plugin is a
+// start never sent, and the host carries on.
 func TestStartOutcomes(t *testing.T) {
+	const stillWaking = "Still waking — 1 min elapsed, usually ready by ~9. Ask again shortly."
+	const wakeFailed = "The last wake request may not have reached the conductor. Trying again — about 9 minutes."
+	waking := machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0}
+	startFailed := machines.Record{Pod: "qwen", State: machines.StartFailed, WakeRequestedAt: t0}
 	tests := []struct {
 		name      string
-		wake      func(context.Context) pluginapi.StartResult // nil: no capabilities at all
+		start     func(context.Context, string) (pluginapi.StartResult, error)
 		wantLine  logLine
 		wantRec   machines.Record
 		watched   bool
@@ -29,53 +37,67 @@ func TestStartOutcomes(t *testing.T) {
 	}{
 		{
 			name:     "in flight",
-			wake:     result(pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: 3000}),
+			start:    answer(pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: 3000}),
 			wantLine: logLine{Level: "INFO", Msg: "wake requested for pod qwen: in flight (client timed out after 3 s; the conductor continues)", Pod: "qwen"},
-			wantRec:  machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0},
-			watched:  true, wantReply: machines.ReplyStillWaking,
-			wantText: "Still waking — 1 min elapsed, usually ready by ~9. Ask again shortly.",
+			wantRec:  waking, watched: true, wantReply: machines.ReplyStillWaking, wantText: stillWaking,
 		},
 		{
 			name:     "accepted",
-			wake:     result(pluginapi.StartResult{Requested: true, Status: 202}),
+			start:    answer(pluginapi.StartResult{Requested: true, Status: 202}),
 			wantLine: logLine{Level: "INFO", Msg: "wake requested for pod qwen: accepted status=202", Pod: "qwen"},
-			wantRec:  machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0},
-			watched:  true, wantReply: machines.ReplyStillWaking,
-			wantText: "Still waking — 1 min elapsed, usually ready by ~9. Ask again shortly.",
+			wantRec:  waking, watched: true, wantReply: machines.ReplyStillWaking, wantText: stillWaking,
 		},
 		{
-			name:     "refused",
-			wake:     result(pluginapi.StartResult{Status: 409}),
-			wantLine: logLine{Level: "ERROR", Msg: "wake refused for pod qwen: status=409", Pod: "qwen"},
-			wantRec: machines.Record{Pod: "qwen", State: machines.Refused, WakeRequestedAt: t0,
-				Outcome: machines.OutcomeRefused, RefusedStatus: 409},
+			name: "answer lost: the plugin stopped during the call",
+			start: func(context.Context, string) (pluginapi.StartResult, error) {
+				return pluginapi.StartResult{}, errors.New(`rpc error: code = Unavailable desc = connection to "http://conductor.internal/?token=s3cret" closed`)
+			},
+			wantLine: logLine{Level: "INFO", Msg: "wake requested for pod qwen: in flight (the start's answer was lost: the GPU plugin stopped during the call; watching the pod)", Pod: "qwen"},
+			wantRec:  waking, watched: true, wantReply: machines.ReplyStillWaking, wantText: stillWaking,
+		},
+		{
+			name: "answer lost: the host stopped waiting",
+			start: func(context.Context, string) (pluginapi.StartResult, error) {
+				return pluginapi.StartResult{}, fmt.Errorf("start pod: %w", context.DeadlineExceeded)
+			},
+			wantLine: logLine{Level: "INFO", Msg: "wake requested for pod qwen: in flight (the start's answer was lost: the host stopped waiting (DeadlineExceeded); watching the pod)", Pod: "qwen"},
+			wantRec:  waking, watched: true, wantReply: machines.ReplyStillWaking, wantText: stillWaking,
+		},
+		{
+			name:      "refused",
+			start:     answer(pluginapi.StartResult{Status: 409}),
+			wantLine:  logLine{Level: "ERROR", Msg: "wake refused for pod qwen: status=409", Pod: "qwen"},
+			wantRec:   machines.Record{Pod: "qwen", State: machines.Refused, WakeRequestedAt: t0, RefusedStatus: 409},
 			wantReply: machines.ReplyRefused,
 			wantText:  "The last wake request was refused by the conductor (HTTP 409). Waking it again — about 9 minutes.",
 		},
 		{
-			name:     "failed",
-			wake:     result(pluginapi.StartResult{Error: "ECONNREFUSED"}),
-			wantLine: logLine{Level: "ERROR", Msg: "wake failed for pod qwen: ECONNREFUSED", Pod: "qwen"},
-			wantRec: machines.Record{Pod: "qwen", State: machines.Refused, WakeRequestedAt: t0,
-				Outcome: machines.OutcomeStartFailed},
-			wantReply: machines.ReplyWakeFailed,
-			wantText:  "The last wake request may not have reached the conductor. Trying again — about 9 minutes.",
+			name:      "never sent: connection refused",
+			start:     answer(pluginapi.StartResult{Error: "ECONNREFUSED"}),
+			wantLine:  logLine{Level: "ERROR", Msg: "wake failed for pod qwen: ECONNREFUSED", Pod: "qwen"},
+			wantRec:   startFailed,
+			wantReply: machines.ReplyWakeFailed, wantText: wakeFailed,
 		},
 		{
-			name:     "panicking plugin",
-			wake:     func(context.Context) pluginapi.StartResult { panic("plugin crashed") },
-			wantLine: logLine{Level: "ERROR", Msg: "wake failed for pod qwen: no result", Pod: "qwen"},
-			wantRec: machines.Record{Pod: "qwen", State: machines.Refused, WakeRequestedAt: t0,
-				Outcome: machines.OutcomeStartFailed},
-			wantReply: machines.ReplyWakeFailed,
-			wantText:  "The last wake request may not have reached the conductor. Trying again — about 9 minutes.",
+			name:      "never sent: plugin unavailable",
+			start:     answer(pluginapi.StartResult{Error: "plugin unavailable"}),
+			wantLine:  logLine{Level: "ERROR", Msg: "wake failed for pod qwen: plugin unavailable", Pod: "qwen"},
+			wantRec:   startFailed,
+			wantReply: machines.ReplyWakeFailed, wantText: wakeFailed,
+		},
+		{
+			name:      "panicking plugin",
+			start:     func(context.Context, string) (pluginapi.StartResult, error) { panic("plugin crashed") },
+			wantLine:  logLine{Level: "ERROR", Msg: "wake failed for pod qwen: no result", Pod: "qwen", Panicked: true},
+			wantRec:   startFailed,
+			wantReply: machines.ReplyWakeFailed, wantText: wakeFailed,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, wake.Config{})
-			caps := &fakeCaps{wake: tt.wake}
-			e.notReady(t, caps)
+			e.gpu.startPod = tt.start
+			e.notReady(t)
 
 			// The outcome is recorded before the line is logged.
 			line := e.logs.wait(t, tt.wantLine.Msg)
@@ -88,7 +110,7 @@ func TestStartOutcomes(t *testing.T) {
 			if tt.watched {
 				e.step(t, time.Minute)
 				e.waitWaiters(t, 1) // the first poll is done
-				if n := caps.reads.Load(); n != 1 {
+				if n := e.gpu.reads(); n != 1 {
 					t.Errorf("pod read %d times one poll after a requested start, want 1", n)
 				}
 			} else {
@@ -100,45 +122,27 @@ func TestStartOutcomes(t *testing.T) {
 			}
 
 			// One minute on, the next ask answers from the outcome; the host is alive.
-			caps.wake = nil // the conductor accepts now
-			d := e.notReady(t, caps)
+			e.gpu.setStart(nil) // the conductor accepts now
+			d := e.notReady(t)
 			if d.Reply != tt.wantReply || d.Text != tt.wantText {
 				t.Errorf("next ask: reply %q %q, want %q %q", d.Reply, d.Text, tt.wantReply, tt.wantText)
 			}
-			wantWakes := int32(1)
+			wantStarts := 1
 			if !tt.watched {
-				wantWakes = 2
+				wantStarts = 2
 				e.logs.wait(t, acceptedLine)
 			}
-			if n := caps.wakes.Load(); n != wantWakes {
-				t.Errorf("Wake called %d times, want %d", n, wantWakes)
+			if n := e.gpu.starts(); n != wantStarts {
+				t.Errorf("StartPod called %d times, want %d", n, wantStarts)
 			}
 			if !tt.watched {
-				if n := caps.reads.Load(); n != 0 {
+				if n := e.gpu.reads(); n != 0 {
 					t.Errorf("pod read %d times for a %s start, want 0", n, tt.name)
 				}
 			}
+			if log := e.logs.String(); strings.Contains(log, "conductor.internal") || strings.Contains(log, "s3cret") {
+				t.Errorf("the log carries a URL or a token:\n%s", log)
+			}
 		})
-	}
-}
-
-func result(r pluginapi.StartResult) func(context.Context) pluginapi.StartResult {
-	return func(context.Context) pluginapi.StartResult { return r }
-}
-
-// TestWakeWithoutCapabilities: a wake decision for an error that carries no
-// capabilities is a failed start, not a crash.
-func TestWakeWithoutCapabilities(t *testing.T) {
-	e := newEnv(t, wake.Config{})
-	d := e.notReady(t, nil)
-	if d.Action != machines.ActionWake {
-		t.Fatalf("action %q, want wake", d.Action)
-	}
-	line := e.logs.wait(t, "wake failed for pod qwen: no result")
-	if line.Level != "ERROR" {
-		t.Errorf("level %s, want ERROR", line.Level)
-	}
-	if got := e.record(t).Outcome; got != machines.OutcomeStartFailed {
-		t.Errorf("outcome %q, want %q", got, machines.OutcomeStartFailed)
 	}
 }
