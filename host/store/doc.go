@@ -29,6 +29,13 @@
 // Times are stored in UTC (monotonic clock readings dropped), so a value read
 // back is Equal to the one written, but its Location is UTC.
 //
+// Open checks an existing file whole before bbolt opens it for writing
+// (check.go, fileformat.go): bbolt trusts its file, and a truncated or
+// damaged one crashes the process inside bbolt (SIGBUS from the memory map,
+// or a failed assertion in a goroutine of bbolt's own, neither of which a
+// caller can recover). A damaged file is refused with an error wrapping
+// ErrCorrupt; an empty one too, which bbolt would silently make a new store.
+//
 // A Store is safe for concurrent use: bbolt serialises writers, and every
 // method runs in one transaction. Only one process can hold the database
 // open; a second Open fails with ErrLocked after about a second instead of

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -39,9 +40,25 @@ type Store struct {
 // the file (0o600) when they do not exist. When another process holds the
 // database, Open gives up after about a second with an error wrapping
 // ErrLocked.
+//
+// An existing file is checked whole before it is opened for writing (see
+// verify): a damaged one — truncated, empty, not a bbolt file, or with a
+// page that does not hold what the tree says — is refused with a one-line
+// error wrapping ErrCorrupt that names the file and what to do, and is left
+// as it was.
 func Open(path string) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
+	}
+	switch _, err := os.Stat(path); {
+	case errors.Is(err, fs.ErrNotExist):
+		// A new store: bbolt creates the file.
+	case err != nil:
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	default:
+		if err := verify(path); err != nil {
+			return nil, err
+		}
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: lockTimeout,
