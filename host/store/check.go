@@ -154,6 +154,9 @@ func readRecords(tx *bolt.Tx) error {
 		if v != nil || sb == nil {
 			return fmt.Errorf("session %s is not a bucket", quoteKey(k))
 		}
+		if v := sb.Get(keyLastTurn); v != nil && len(v) != 8 {
+			return fmt.Errorf("session %s has a last turn of %d bytes, want 8", quoteKey(k), len(v))
+		}
 		msgs := sb.Bucket(bucketMessages)
 		if msgs == nil {
 			return fmt.Errorf("session %s has no messages bucket", quoteKey(k))
