@@ -108,8 +108,15 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		a.clock = clock.Real()
 	}
 
-	a.store, err = store.Open(filepath.Join(dataDir, "wake.db"))
+	// A pending wake lives as long as its wake's watch (wake_watch).
+	a.store, err = store.Options{Now: a.clock.Now, PendingTTL: cfg.Timings.WakeWatch.Duration}.
+		Open(filepath.Join(dataDir, "wake.db"))
 	if err != nil {
+		return nil, err
+	}
+	// The store prunes in the background until it is closed.
+	retention := store.Retention{HistoryMaxAge: cfg.Store.HistoryMaxAge.Duration, HistoryMaxSessions: cfg.Store.HistoryMaxSessions}
+	if err := a.store.StartPruning(retention, cfg.Store.PruneInterval.Duration, a.log); err != nil {
 		return nil, err
 	}
 	if err := a.startPlugins(ctx, o.Getenv, o.Simulate); err != nil {

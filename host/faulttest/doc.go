@@ -18,7 +18,7 @@
 //     server sends), a binary that fails the go-plugin handshake
 //     (testdata/badhandshake) and a missing binary;
 //   - the host itself, stopped mid-wake and started again on the same data
-//     directory.
+//     directory, and a store (wake.db) truncated mid-file.
 //
 // Every row states the HTTP status and the exact body the user gets, and the
 // operator log line (level and text) the fault must produce. After every row

@@ -4,11 +4,16 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/store"
 )
 
 // The wake policy's replies with the default wording and timings, beyond
@@ -325,6 +330,14 @@ var matrix = []row{
 
 	// --- the host ---
 	{
+		// A wake.db cut short mid-file (a full disk, a copy that stopped):
+		// bbolt would die of SIGBUS mapping it. The host refuses it before
+		// starting anything, with the file's path and what to do.
+		name: "host/store truncated mid-file", inject: truncatedStore,
+		startErr:   []string{"wake.db is corrupt: it is truncated", "move the file aside and restore it from a backup"},
+		startErrIs: store.ErrCorrupt,
+	},
+	{
 		// Host A wakes the pod and is stopped at once, while its start
 		// request is still held by the conductor; host B starts on the same
 		// data dir two minutes later.
@@ -341,6 +354,36 @@ var matrix = []row{
 func TestFaultMatrix(t *testing.T) {
 	for _, r := range matrix {
 		t.Run(r.name, func(t *testing.T) { runRow(t, r) })
+	}
+}
+
+// truncatedStore leaves a store with a few turns in the row's data dir, cut
+// to half its pages.
+func truncatedStore(e *env) {
+	path := filepath.Join(e.dataDir, "wake.db")
+	s, err := store.Open(path)
+	if err != nil {
+		panic(err)
+	}
+	for i := range 50 {
+		user := store.Message{Role: store.RoleUser, Content: historyMessage}
+		reply := store.Message{Role: store.RoleAssistant, Content: strings.Repeat(echo(historyMessage), 20)}
+		if err := s.AppendTurn(fmt.Sprintf("%s-%d", session, i), user, reply); err != nil {
+			panic(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		panic(err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		panic(err)
+	}
+	var used int64
+	db.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil })
+	db.Close()
+	if err := os.Truncate(path, used/2); err != nil {
+		panic(err)
 	}
 }
 

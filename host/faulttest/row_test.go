@@ -28,7 +28,8 @@ type row struct {
 	gpuPlugin, providerPlugin string
 	// history makes one successful turn (historyMessage) before the fault.
 	history bool
-	// inject scripts the fault on the env's conductor and model.
+	// inject scripts the fault on the env's conductor and model. A start-up
+	// row's inject runs before app.New (it may damage the data dir).
 	inject func(e *env)
 
 	// The fault turn's answer: wantStatus and, for a 200, the exact reply
@@ -172,6 +173,9 @@ func runRow(t *testing.T, r row) {
 // runStartupRow: app.New must fail with the row's error, leave nothing
 // running, and print no secret.
 func runStartupRow(t *testing.T, e *env, r row) {
+	if r.inject != nil {
+		r.inject(e)
+	}
 	a, err, panicked := e2e.NewApp(e.options(t))
 	if a != nil {
 		t.Cleanup(func() { a.Shutdown(context.Background()) })

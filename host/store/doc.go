@@ -19,21 +19,38 @@
 //	sessions/<session>/messages  nested buckets; keys are big-endian uint64
 //	                             sequence numbers (NextSequence), values are
 //	                             JSON Messages, oldest first
+//	sessions/<session>/lastTurn  when the last turn was stored: big-endian
+//	                             Unix nanoseconds (absent in sessions stored
+//	                             before it was kept)
 //	pending/<session>            JSON Pending
 //	pods/<pod>                   JSON machines.Record
 //
-// History is unbounded: AppendTurn never drops anything, and History reads
-// only the last N messages with a cursor from the end, so a long history
-// costs disk, not time. A caller that wants a bound calls PruneHistory.
+// AppendTurn never drops anything, and History reads only the last N
+// messages with a cursor from the end, so a long history costs disk, not
+// time. Retention bounds it (retention.go): Prune deletes whole sessions by
+// the age of their last turn and beyond a count, and the pending wakes older
+// than Options.PendingTTL (which already read as absent before that), in
+// write transactions of a bounded size; StartPruning runs it in the
+// background until Close. bbolt never shrinks the file: freed pages are
+// reused, so a pruned store stops growing but keeps its size.
 //
 // Times are stored in UTC (monotonic clock readings dropped), so a value read
 // back is Equal to the one written, but its Location is UTC.
+//
+// Open checks an existing file whole before bbolt opens it for writing
+// (check.go, fileformat.go): bbolt trusts its file, and a truncated or
+// damaged one crashes the process inside bbolt (SIGBUS from the memory map,
+// or a failed assertion in a goroutine of bbolt's own, neither of which a
+// caller can recover). A damaged file is refused with an error wrapping
+// ErrCorrupt; an empty one too, which bbolt would silently make a new store.
 //
 // A Store is safe for concurrent use: bbolt serialises writers, and every
 // method runs in one transaction. Only one process can hold the database
 // open; a second Open fails with ErrLocked after about a second instead of
 // waiting forever. After Close every method returns ErrClosed.
 //
-// This package does no logging and makes no decisions: it does not wake
-// pods, expire pending markers or bound history on its own.
+// This package makes no decisions about pods: it does not wake them or
+// change their records on its own. Its one log output is the background
+// pruning's (LinePruned, LinePruneFailed), to the logger StartPruning is
+// given.
 package store

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -60,8 +61,9 @@ func (s *Store) History(session string, last int) ([]Message, error) {
 // AppendTurn appends one turn, user's message then assistant's reply, to
 // session's history in one transaction: the turn is stored whole or not at
 // all, and concurrent turns never interleave. user.Role must be "user" and
-// assistant.Role "assistant". History is never trimmed here; see
-// PruneHistory.
+// assistant.Role "assistant". The session's last turn is stamped with the
+// store's clock (Options.Now), which Prune ages it by. History is never
+// trimmed here; see Prune and PruneHistory.
 func (s *Store) AppendTurn(session string, user, assistant Message) error {
 	if session == "" {
 		return errNoSession
@@ -82,6 +84,9 @@ func (s *Store) AppendTurn(session string, user, assistant Message) error {
 		b, err := sb.CreateBucketIfNotExists(bucketMessages)
 		if err != nil {
 			return fmt.Errorf("store: session %q messages: %w", session, err)
+		}
+		if err := sb.Put(keyLastTurn, timeValue(s.now())); err != nil {
+			return fmt.Errorf("store: session %q last turn: %w", session, err)
 		}
 		for _, m := range []Message{user, assistant} {
 			seq, err := b.NextSequence()
@@ -146,4 +151,20 @@ func messages(tx *bolt.Tx, session string) (*bolt.Bucket, error) {
 
 func seqKey(seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(nil, seq)
+}
+
+// timeValue is t as a session's lastTurn value: Unix nanoseconds,
+// big-endian.
+func timeValue(t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano()))
+}
+
+// lastTurn reads a session's lastTurn value; ok is false when it has none
+// (a session stored before sessions were stamped) or it is malformed.
+func lastTurn(sb *bolt.Bucket) (t time.Time, ok bool) {
+	v := sb.Get(keyLastTurn)
+	if len(v) != 8 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC(), true
 }

@@ -28,14 +28,17 @@ var (
 	ErrPendingMismatch = errors.New("store: pending wake key mismatch")
 )
 
-// Pending returns session's marker; ok is false when it has none.
+// Pending returns session's marker; ok is false when it has none, or only
+// an expired one (older than Options.PendingTTL).
 func (s *Store) Pending(session string) (p Pending, ok bool, err error) {
 	if session == "" {
 		return Pending{}, false, errNoSession
 	}
+	now := s.now()
 	err = s.view(func(tx *bolt.Tx) error {
 		var err error
 		p, ok, err = getPending(tx, session)
+		ok = ok && !s.expired(p, now)
 		return err
 	})
 	if err != nil {
@@ -68,21 +71,22 @@ func (s *Store) PutPending(session string, p Pending) error {
 }
 
 // TakePending atomically returns session's marker and deletes it when its
-// key is key. It returns ErrNoPending when the session has no marker and
-// ErrPendingMismatch (keeping the marker) when the key differs; with either
-// the Pending is zero. Of concurrent takes with the same key exactly one
-// succeeds.
+// key is key. It returns ErrNoPending when the session has no marker (or
+// only an expired one, which Prune deletes) and ErrPendingMismatch (keeping
+// the marker) when the key differs; with either the Pending is zero. Of
+// concurrent takes with the same key exactly one succeeds.
 func (s *Store) TakePending(session, key string) (Pending, error) {
 	if session == "" {
 		return Pending{}, errNoSession
 	}
 	var p Pending
+	now := s.now()
 	err := s.update(func(tx *bolt.Tx) error {
 		got, ok, err := getPending(tx, session)
 		switch {
 		case err != nil:
 			return err
-		case !ok:
+		case !ok || s.expired(got, now):
 			return ErrNoPending
 		case got.Key != key:
 			return ErrPendingMismatch
@@ -108,6 +112,11 @@ func (s *Store) DeletePending(session string) error {
 		}
 		return b.Delete([]byte(session))
 	})
+}
+
+// expired reports whether p is older than the store's PendingTTL at now.
+func (s *Store) expired(p Pending, now time.Time) bool {
+	return s.pendingTTL > 0 && !now.Before(p.CreatedAt.Add(s.pendingTTL))
 }
 
 func getPending(tx *bolt.Tx, session string) (Pending, bool, error) {

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -20,6 +21,9 @@ var (
 	bucketPending  = []byte("pending")
 	bucketPods     = []byte("pods")
 	bucketMessages = []byte("messages")
+	// keyLastTurn, in a session's bucket, is when its last turn was
+	// stored (timeValue).
+	keyLastTurn = []byte("lastTurn")
 )
 
 var (
@@ -32,16 +36,57 @@ var (
 // Store is wake-on-chat's embedded database. Its zero value is not usable;
 // call Open.
 type Store struct {
-	db *bolt.DB
+	db         *bolt.DB
+	now        func() time.Time
+	pendingTTL time.Duration
+
+	pruning pruning // the background pruning StartPruning runs
+}
+
+// Options configure a Store. The zero value is what Open uses.
+type Options struct {
+	// Now is the clock the store stamps turns with and expires pending
+	// wakes by; default time.Now.
+	Now func() time.Time
+	// PendingTTL is how long a pending wake lives after its CreatedAt: an
+	// older one reads as absent and is deleted by Prune. 0 (the default):
+	// they never expire.
+	PendingTTL time.Duration
+
+	// noSync skips fsync on commit, for tests that write thousands of
+	// transactions and do not test durability.
+	noSync bool
 }
 
 // Open opens the database at path, creating its parent directory (0o700) and
 // the file (0o600) when they do not exist. When another process holds the
 // database, Open gives up after about a second with an error wrapping
 // ErrLocked.
-func Open(path string) (*Store, error) {
+//
+// An existing file is checked whole before it is opened for writing (see
+// verify): a damaged one — truncated, empty, not a bbolt file, or with a
+// page that does not hold what the tree says — is refused with a one-line
+// error wrapping ErrCorrupt that names the file and what to do, and is left
+// as it was.
+func Open(path string) (*Store, error) { return Options{}.Open(path) }
+
+// Open is [Open] with the options o.
+func (o Options) Open(path string) (*Store, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
+	}
+	switch _, err := os.Stat(path); {
+	case errors.Is(err, fs.ErrNotExist):
+		// A new store: bbolt creates the file.
+	case err != nil:
+		return nil, fmt.Errorf("store %s: %w", path, err)
+	default:
+		if err := verify(path); err != nil {
+			return nil, err
+		}
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: lockTimeout,
@@ -50,6 +95,7 @@ func Open(path string) (*Store, error) {
 		// turn), and kept as a hashmap. Every commit is still fsynced.
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
+		NoSync:         o.noSync,
 	})
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("store %s is %w (waited %s)", path, ErrLocked, lockTimeout)
@@ -69,12 +115,14 @@ func Open(path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, now: o.Now, pendingTTL: o.PendingTTL}, nil
 }
 
-// Close closes the database and releases its lock. It waits for running
+// Close stops the background pruning (waiting for a batch under way), then
+// closes the database and releases its lock. It waits for running
 // transactions. Closing a closed Store does nothing and returns nil.
 func (s *Store) Close() error {
+	s.stopPruning()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store close: %w", err)
 	}

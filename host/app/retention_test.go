@@ -1,0 +1,70 @@
+package app_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/store"
+)
+
+// TestHostPrunesStoreAtStart: a host started on a store with a session
+// whose last turn is older than history_max_age (default 720h) and a
+// pending wake older than wake_watch (default 35m) deletes both at start,
+// on its clock, says so in one "store pruned" line, and keeps the rest.
+func TestHostPrunesStoreAtStart(t *testing.T) {
+	dataDir := t.TempDir()
+	path := filepath.Join(dataDir, "wake.db")
+	put := func(at time.Time, do func(s *store.Store) error) {
+		t.Helper()
+		s, err := store.Options{Now: func() time.Time { return at }}.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := do(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	turn := func(session string) func(s *store.Store) error {
+		return func(s *store.Store) error {
+			return s.AppendTurn(session, store.Message{Role: store.RoleUser, Content: "q"}, store.Message{Role: store.RoleAssistant, Content: "a"})
+		}
+	}
+	put(t0.Add(-721*time.Hour), turn("stale"))
+	put(t0.Add(-time.Hour), turn("recent"))
+	put(t0, func(s *store.Store) error {
+		return s.PutPending("recent", store.Pending{Key: "k", Pod: "qwen", CreatedAt: t0.Add(-36 * time.Minute)})
+	})
+
+	clk := clock.NewFake(t0)
+	h := startHost(t, hostOptions{conductorURL: startSim(t, clk).URL(), dataDir: dataDir, clock: clk})
+	line := h.log.WaitLine(t, store.LinePruned, 1, waitFor)
+	got := map[string]any{"level": line.Level, "sessions": line.Attrs["sessions"], "pending": line.Attrs["pending"]}
+	want := map[string]any{"level": "INFO", "sessions": 1.0, "pending": 1.0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("%q line (-want +got):\n%s", store.LinePruned, diff)
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := store.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for session, want := range map[string]int{"stale": 0, "recent": 2} {
+		if msgs, err := s.History(session, 10); err != nil || len(msgs) != want {
+			t.Errorf("session %s after the host: %d messages, %v; want %d", session, len(msgs), err, want)
+		}
+	}
+	if _, ok, err := s.Pending("recent"); err != nil || ok {
+		t.Errorf("pending wake after the host: ok %v, %v; want none", ok, err)
+	}
+}
