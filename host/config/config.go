@@ -12,7 +12,6 @@ import (
 // the field's comment. [Load] and [Parse] return it resolved and validated.
 type Config struct {
 	Server    Server     `toml:"server"`
-	Store     Store      `toml:"store"`
 	Plugins   Plugins    `toml:"plugins"`
 	Conductor Conductor  `toml:"conductor"`
 	Timings   Timings    `toml:"timings"`
@@ -36,13 +35,6 @@ type Server struct {
 	Listen       string `toml:"listen"`         // host:port to listen on; default "127.0.0.1:8080"
 	DataDir      string `toml:"data_dir"`       // where the host keeps its state; default "data", relative to the config file's directory
 	MaxBodyBytes int64  `toml:"max_body_bytes"` // the largest request body accepted; default 1048576 (1 MiB)
-}
-
-// Store is how long the store (wake.db) keeps chat history.
-type Store struct {
-	HistoryMaxAge      Duration `toml:"history_max_age"`      // a session whose last turn is older is deleted; 0 keeps every session; default 720h (30 days)
-	HistoryMaxSessions int      `toml:"history_max_sessions"` // beyond this many sessions the oldest are deleted; 0 for no cap; default 10000
-	PruneInterval      Duration `toml:"prune_interval"`       // how often expired history and pending wakes are deleted, besides once at start; default 10m
 }
 
 // Plugins says where the plugin binaries are.
@@ -128,11 +120,6 @@ func DefaultConfig() Config {
 			Listen:       "127.0.0.1:8080",
 			DataDir:      "data",
 			MaxBodyBytes: 1 << 20,
-		},
-		Store: Store{
-			HistoryMaxAge:      Duration{720 * time.Hour},
-			HistoryMaxSessions: 10000,
-			PruneInterval:      Duration{10 * time.Minute},
 		},
 		Plugins: Plugins{Dir: "bin"},
 		Conductor: Conductor{

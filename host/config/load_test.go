@@ -29,11 +29,6 @@ listen = ":9090"
 data_dir = "/var/lib/wake"
 max_body_bytes = 4096
 
-[store]
-history_max_age = "168h"
-history_max_sessions = 500
-prune_interval = "1m"
-
 [plugins]
 dir = "/opt/wake/plugins"
 
@@ -139,7 +134,6 @@ func TestParse(t *testing.T) {
 			want: func() Config {
 				return Config{
 					Server:  Server{Listen: ":9090", DataDir: "/var/lib/wake", MaxBodyBytes: 4096},
-					Store:   Store{HistoryMaxAge: Duration{168 * time.Hour}, HistoryMaxSessions: 500, PruneInterval: Duration{time.Minute}},
 					Plugins: Plugins{Dir: "/opt/wake/plugins"},
 					Conductor: Conductor{
 						Plugin:        "conductor-plugin",

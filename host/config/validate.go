@@ -52,14 +52,6 @@ func (c Config) validate() []*Error {
 		add(problem("server.max_body_bytes", "must be positive"))
 	}
 
-	// [store]
-	if c.Store.HistoryMaxAge.Duration < 0 {
-		add(problem("store.history_max_age", "must not be negative (0 keeps every session)"))
-	}
-	if c.Store.HistoryMaxSessions < 0 {
-		add(problem("store.history_max_sessions", "must not be negative (0 for no cap)"))
-	}
-
 	// [plugins]
 	if c.Plugins.Dir == "" {
 		add(problem("plugins.dir", "must not be empty"))
@@ -86,7 +78,6 @@ func (c Config) validate() []*Error {
 			add(problem(key, "must be positive"))
 		}
 	}
-	positive("store.prune_interval", c.Store.PruneInterval)
 	positive("conductor.start_timeout", c.Conductor.StartTimeout)
 	positive("conductor.lookup_timeout", c.Conductor.LookupTimeout)
 

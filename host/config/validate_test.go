@@ -308,24 +308,6 @@ func TestValidate(t *testing.T) {
 			want:   []string{`providers[0].api_key_env: must be the name of an environment variable (letters, digits and "_", not starting with a digit), not the key itself`},
 		},
 
-		// [store]
-		{
-			name:   "history kept forever, sessions uncapped",
-			change: func(c *Config) { c.Store.HistoryMaxAge, c.Store.HistoryMaxSessions = Duration{}, 0 },
-		},
-		{
-			name: "negative retention, no prune interval",
-			change: func(c *Config) {
-				c.Store.HistoryMaxAge, c.Store.HistoryMaxSessions = Duration{-time.Hour}, -1
-				c.Store.PruneInterval = Duration{}
-			},
-			want: []string{
-				"store.history_max_age: must not be negative (0 keeps every session)",
-				"store.history_max_sessions: must not be negative (0 for no cap)",
-				"store.prune_interval: must be positive",
-			},
-		},
-
 		// [agent]
 		{
 			name:   "no agent providers",
