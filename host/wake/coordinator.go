@@ -15,12 +15,6 @@ import (
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
-// The defaults of Config's durations (D2, D12).
-const (
-	DefaultWatchPoll    = 60 * time.Second
-	DefaultStartTimeout = 3 * time.Second
-)
-
 // startSlack is added to StartTimeout for the background start's context: the
 // plugin applies StartTimeout itself and reports a timeout as a wake in flight,
 // so the host's own cap only catches a plugin that ignores its cap.
@@ -39,8 +33,9 @@ type Records interface {
 	Records() ([]machines.Record, error)
 }
 
-// Config configures a Coordinator. Pod, Records and GPU are required; every
-// other field has a default when zero.
+// Config configures a Coordinator. Every field but Clock and Logger is
+// required: the host's defaults are its config's (host/config), and exist
+// nowhere else.
 type Config struct {
 	Pod     *machines.Pod // the compiled machine; its timings are the policy's
 	Records Records       // where records live
@@ -48,12 +43,12 @@ type Config struct {
 	Clock   clock.Clock   // default clock.Real()
 	Logger  *slog.Logger  // default: discard
 	// WatchPoll is how often a wake's watch reads the pod; it also caps
-	// each read. Default 60s.
+	// each read ([timings] watch_poll).
 	WatchPoll time.Duration
 	// StartTimeout is the GPU plugin's own cap on a start request (D2's 3 s
-	// client timeout). The background start's context is capped at
-	// StartTimeout + 5s, so the plugin's cap, which reports a wake in
-	// flight, always fires first. Default 3s.
+	// client timeout, [conductor] start_timeout). The background start's
+	// context is capped at StartTimeout + 5s, so the plugin's cap, which
+	// reports a wake in flight, always fires first.
 	StartTimeout time.Duration
 }
 
@@ -93,7 +88,8 @@ type watchKey struct {
 }
 
 // New returns a Coordinator for cfg. It panics when cfg.Pod, cfg.Records or
-// cfg.GPU is nil: that is a wiring mistake, not a runtime condition.
+// cfg.GPU is nil, or a duration is not positive: that is a wiring mistake,
+// not a runtime condition.
 func New(cfg Config) *Coordinator {
 	switch {
 	case cfg.Pod == nil:
@@ -102,6 +98,10 @@ func New(cfg Config) *Coordinator {
 		panic("wake: Config.Records is nil")
 	case cfg.GPU == nil:
 		panic("wake: Config.GPU is nil")
+	case cfg.WatchPoll <= 0:
+		panic("wake: Config.WatchPoll is not positive")
+	case cfg.StartTimeout <= 0:
+		panic("wake: Config.StartTimeout is not positive")
 	}
 	c := &Coordinator{
 		pod:          cfg.Pod,
@@ -109,9 +109,9 @@ func New(cfg Config) *Coordinator {
 		gpu:          cfg.GPU,
 		clock:        cfg.Clock,
 		log:          cfg.Logger,
-		watchPoll:    orDefault(cfg.WatchPoll, DefaultWatchPoll),
+		watchPoll:    cfg.WatchPoll,
 		wakeWatch:    cfg.Pod.Timings().WakeWatch,
-		startTimeout: orDefault(cfg.StartTimeout, DefaultStartTimeout),
+		startTimeout: cfg.StartTimeout,
 		locks:        make(map[string]*sync.Mutex),
 		watching:     make(map[watchKey]bool),
 	}
@@ -124,13 +124,6 @@ func New(cfg Config) *Coordinator {
 	c.stopping, c.stop = context.WithCancel(context.Background())
 	c.abandoned, c.abandon = context.WithCancel(context.Background())
 	return c
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }
 
 // NotReady runs a not-ready turn for pod through the machine: the

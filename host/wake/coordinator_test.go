@@ -431,7 +431,7 @@ func TestNewRequiresDependencies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	full := wake.Config{Pod: pod, Records: newMemRecords(), GPU: &fakeGPU{}}
+	full := wake.Config{Pod: pod, Records: newMemRecords(), GPU: &fakeGPU{}, WatchPoll: time.Minute, StartTimeout: 3 * time.Second}
 	tests := []struct {
 		name string
 		cfg  func(c wake.Config) wake.Config
@@ -440,6 +440,8 @@ func TestNewRequiresDependencies(t *testing.T) {
 		{"no machine", func(c wake.Config) wake.Config { c.Pod = nil; return c }, "wake: Config.Pod is nil"},
 		{"no store", func(c wake.Config) wake.Config { c.Records = nil; return c }, "wake: Config.Records is nil"},
 		{"no GPU plugin", func(c wake.Config) wake.Config { c.GPU = nil; return c }, "wake: Config.GPU is nil"},
+		{"no watch poll", func(c wake.Config) wake.Config { c.WatchPoll = 0; return c }, "wake: Config.WatchPoll is not positive"},
+		{"no start timeout", func(c wake.Config) wake.Config { c.StartTimeout = 0; return c }, "wake: Config.StartTimeout is not positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

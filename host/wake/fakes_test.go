@@ -308,6 +308,12 @@ func newEnv(t *testing.T, cfg wake.Config) *env {
 		cfg.Records = newMemRecords()
 	}
 	e.recs, _ = cfg.Records.(*memRecords)
+	if cfg.WatchPoll == 0 {
+		cfg.WatchPoll = 60 * time.Second // the config's default
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 3 * time.Second // the config's default
+	}
 	if cfg.GPU == nil {
 		cfg.GPU = &fakeGPU{}
 	}
