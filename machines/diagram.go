@@ -60,7 +60,8 @@ func StateDiagram() (string, error) {
 			fmt.Fprintf(&b, "| %s | %s |\n", on, strings.Join(in, ", "))
 		}
 	}
-	b.WriteString("\n## Scenarios\n\nEach timeline is replayed by `go test ./machines/` with the default wording of wake.toml.\n")
+	b.WriteString("\n## Scenarios\n\nEach timeline is replayed by `go test ./machines/` with the default wording of wake.toml, ")
+	b.WriteString("as the host serves it: a turn's read of the conductor is fed first, then the turn.\n")
 	for _, sc := range scenarios {
 		fmt.Fprintf(&b, "\n### %s\n\n`specs/scenarios/%s`. %s\n\n", sc.Title, sc.File, strings.Join(strings.Fields(sc.Description), " "))
 		b.WriteString("| time (UTC) | what happened | event | action | reply | state after | reply text |\n|---|---|---|---|---|---|---|\n")

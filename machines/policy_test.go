@@ -218,7 +218,7 @@ func TestDecide(t *testing.T) {
 		},
 		{
 			name: "ready then stopped, beyond the window, the next day: date-prefixed",
-			rec:  rec(Ready, readyAt(at(0), at(9*min))),
+			rec:  rec(Stopped, readyAt(at(0), at(9*min))),
 			ev:   notReady(at(13*time.Hour), "EXITED"),
 			want: policyWant{ActionWake, ReplyReadyThenStopped,
 				"The GPU woke and was ready at 2026-09-09 12:09 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes.", false,
@@ -291,6 +291,16 @@ func TestDecide(t *testing.T) {
 			rec:  NewRecord("qwen"),
 			ev:   Event{Trigger: StartRefused, At: at(0), HTTPStatus: 409},
 			want: policyWant{ActionNone, "", "", false, NewRecord("qwen")},
+		},
+		{
+			// The read before this turn said RUNNING (a pod seen down would
+			// be stopped): up, with no way to the model.
+			name: "ready, and a turn finds no way to the model: loading, no wake",
+			rec:  rec(Ready, readyAt(at(0), at(9*min))),
+			ev:   notReady(at(12*min), "RUNNING"),
+			want: policyWant{ActionWait, ReplyLoadingWaking,
+				"Still waking — 12 min elapsed; the GPU is up and the model is loading. Ask again shortly.", false,
+				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ReadyAt, r.ModelLoadingSince = at(0), at(9*min), at(0) })},
 		},
 		// Crashed
 		{

@@ -9,9 +9,11 @@ import (
 	"github.com/wakeonchat/wakeonchat/specs"
 )
 
-// stepEvent turns a scenario step into the machine's event. An outcome step
-// without an explicit wake belongs to the wake on record.
-func stepEvent(st specs.Step, rec Record) Event {
+// stepEvents turns a scenario step into the events the host feeds the
+// machine for it. A turn is replayed as the host serves it: the conductor's
+// read of the pod first (Observe), then the turn's own event. An outcome
+// step without an explicit wake belongs to the wake on record.
+func stepEvents(st specs.Step, rec Record) []Event {
 	ev := Event{
 		Trigger:    engine.Trigger(st.Event),
 		At:         st.At,
@@ -21,18 +23,29 @@ func stepEvent(st specs.Step, rec Record) Event {
 		HTTPStatus: st.HTTPStatus,
 		Wake:       st.Wake,
 	}
-	if ev.Trigger == NotReady || ev.Trigger == PodDown {
+	if ev.Lookup == "" {
+		ev.Lookup = LookupFound
+	}
+	var read View
+	switch ev.Trigger {
+	case NotReady:
 		if ev.Status == "" {
 			ev.Status = "EXITED"
 		}
-		if ev.Lookup == "" {
-			ev.Lookup = LookupFound
-		}
+		read = View{Status: ev.Status, IsRunning: ev.Status == "RUNNING", Lookup: ev.Lookup}
+	case ModelLoading:
+		ev.Status = "RUNNING"
+		read = View{Status: ev.Status, IsRunning: true, Lookup: ev.Lookup, ReadySince: ev.ReadySince}
+	case Unreadable:
+		read = View{Status: ev.Status, Lookup: LookupUnreadable}
 	}
 	if ev.Wake.IsZero() {
 		ev.Wake = rec.WakeRequestedAt
 	}
-	return ev
+	if obs, ok := Observe(read, st.At); ok && read.Status != "" {
+		return []Event{obs, ev}
+	}
+	return []Event{ev}
 }
 
 type stepResult struct {
@@ -63,9 +76,13 @@ func TestScenarios(t *testing.T) {
 			rec := NewRecord(sc.Pod)
 			wakes := 0
 			for i, st := range sc.Steps {
-				d, next, err := pod.Decide(rec, stepEvent(st, rec))
-				if err != nil {
-					t.Fatalf("step %d (%s %s): %v", i+1, st.At.Format("15:04:05.000"), st.Event, err)
+				var d Decision
+				next := rec
+				for _, ev := range stepEvents(st, rec) {
+					var err error
+					if d, next, err = pod.Decide(next, ev); err != nil {
+						t.Fatalf("step %d (%s %s): %v", i+1, st.At.Format("15:04:05.000"), ev.Trigger, err)
+					}
 				}
 				want := stepResult{Action: st.Action, Reply: st.Reply, Text: st.Text, State: st.State, Stuck: st.Stuck, Crashed: st.Crashed}
 				got := stepResult{Action: string(d.Action), Reply: string(d.Reply), Text: d.Text, State: string(next.State), Stuck: d.Stuck, Crashed: d.Crashed}

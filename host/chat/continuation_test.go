@@ -3,11 +3,14 @@ package chat_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wakeonchat/wakeonchat/host/agent"
+	"github.com/wakeonchat/wakeonchat/host/chat"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
@@ -134,15 +137,27 @@ func podReady(t *testing.T, srv *api) bool {
 // TestResumeRuns: a resume on a freshly ready pod runs once, whichever form
 // the key comes in; a readySince exactly ready_slack before the wake counts.
 func TestResumeRuns(t *testing.T) {
+	ready := func(since string) func(t *testing.T, h *harness) {
+		return func(t *testing.T, h *harness) { h.gpu.set(readyPod(since)) }
+	}
 	tests := []struct {
-		name       string
-		readySince string
-		key        any
+		name      string
+		setup     func(t *testing.T, h *harness)
+		key       any
+		wantCalls int
 	}{
-		{"readySince after the wake", "2026-09-09T12:34:56Z", "tok-1"},
-		{"readySince exactly ready_slack before the wake", rfc3339(t0.Add(-60 * time.Second)), "tok-1"},
-		{"readySince with an offset", "2026-09-09T14:34:56+02:00", "tok-1"},
-		{"pendingWake as the object the wait returned", "2026-09-09T12:34:56Z", firstMarker()},
+		{"readySince after the wake", ready("2026-09-09T12:34:56Z"), "tok-1", 1},
+		{"readySince exactly ready_slack before the wake", ready(rfc3339(t0.Add(-60 * time.Second))), "tok-1", 1},
+		{"readySince with an offset", ready("2026-09-09T14:34:56+02:00"), "tok-1", 1},
+		{"pendingWake as the object the wait returned", ready("2026-09-09T12:34:56Z"), firstMarker(), 1},
+		// The machine's readiness: a boot that answered a turn is ready
+		// without a readySince.
+		{"another session's turn answered, no readySince", func(t *testing.T, h *harness) {
+			h.gpu.set(loadingPod())
+			if diff := cmp.Diff(chatReply{Reply: answerTo("hi"), SessionID: "s2"}, h.api.on(t).ask("s2", "hi")); diff != "" {
+				t.Fatalf("s2's turn (-want +got):\n%s", diff)
+			}
+		}, "tok-1", 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,12 +165,12 @@ func TestResumeRuns(t *testing.T) {
 			srv := h.api.on(t)
 			waitAsleep(t, h, srv)
 			h.advance(t, 9*time.Minute)
-			h.gpu.set(readyPod(tt.readySince))
+			tt.setup(t, h)
 			if diff := cmp.Diff(chatReply{Reply: answerTo(prompt), SessionID: "s1"}, srv.turn(resumeReq("s1", tt.key))); diff != "" {
 				t.Errorf("resume (-want +got):\n%s", diff)
 			}
-			if got := h.provA.calls(); got != 1 {
-				t.Errorf("%d completions, want 1", got)
+			if got := h.provA.calls(); got != tt.wantCalls {
+				t.Errorf("%d completions, want %d", got, tt.wantCalls)
 			}
 			if p := h.pending(t, "s1"); p != nil {
 				t.Errorf("marker %+v left", p)
@@ -330,7 +345,9 @@ func TestResumeCompletionFails(t *testing.T) {
 				if res.Status != http.StatusOK {
 					t.Fatalf("status %d %s, want 200", res.Status, res.Body)
 				}
-				want := chatReply{Reply: replyStillWaking(9), SessionID: "s1", PendingWake: firstMarker()}
+				// The lookup after the failure saw the pod stopped after it was
+				// ready: nothing wakes it.
+				want := chatReply{Reply: replyResumeWaiting, SessionID: "s1", PendingWake: firstMarker()}
 				if diff := cmp.Diff(want, decodeReply(t, res.Body)); diff != "" {
 					t.Errorf("resume (-want +got):\n%s", diff)
 				}
@@ -383,17 +400,55 @@ func TestResumeFailsWhileConductorSaysReady(t *testing.T) {
 	h.gpu.set(readyPod("2026-09-09T12:34:56Z"))
 	h.provA.set(fail(pluginapi.CompletionError{Status: 502, Message: "502 Bad Gateway"}))
 
-	got := srv.turn(resumeReq("s1", "tok-1"))
-	if diff := cmp.Diff(firstMarker(), got.PendingWake); diff != "" {
-		t.Errorf("marker (-want +got):\n%s", diff)
+	// The state stays ready (the conductor says so); a ready pod whose
+	// model did not answer this turn is described as loading.
+	want := chatReply{Reply: replyLoadingWaking(9), SessionID: "s1", PendingWake: firstMarker()}
+	if diff := cmp.Diff(want, srv.turn(resumeReq("s1", "tok-1"))); diff != "" {
+		t.Errorf("resume (-want +got):\n%s", diff)
 	}
 	if got := h.provA.calls(); got != 1 {
 		t.Errorf("%d completions, want 1", got)
 	}
-	if got.Reply == "" {
-		t.Fatal("a 200 with an empty reply")
+	if n := len(decisionLines(t, h)); n != 1 {
+		t.Errorf("%d decision lines, want 1 (the wait's): a resume runs no wake policy", n)
 	}
-	if err := machines.CheckPlain(got.Reply); err != nil {
-		t.Errorf("reply %q: %v", got.Reply, err)
+	if got := h.startsInTheEnd(t); got != 1 {
+		t.Errorf("%d starts, want 1: resume never wakes", got)
+	}
+}
+
+// TestResumeModelLoading: a resume whose completion re-resolves (a Once
+// that is Complete) and finds the RUNNING pod's model not answering gets a
+// not-ready error with modelLoading. It is the machine's modelLoading
+// event, which never wakes: on the ready boot the model crashed. The marker
+// is kept.
+func TestResumeModelLoading(t *testing.T) {
+	h := newHarness(t)
+	srv := h.serve(t, []string{"a"}, func(c *chat.Config) {
+		c.Once = func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
+			return m.Complete(ctx, msgs)
+		}
+	})
+	waitAsleep(t, h, srv)
+	h.advance(t, 9*time.Minute)
+	h.gpu.set(readyPod("2026-09-09T12:34:56Z"))
+	h.provA.set(fail(pluginapi.CompletionError{Status: 502, Message: "502 Bad Gateway"}))
+
+	want := chatReply{Reply: replyCrashed("12:34 UTC"), SessionID: "s1", PendingWake: firstMarker()}
+	if diff := cmp.Diff(want, srv.turn(resumeReq("s1", "tok-1"))); diff != "" {
+		t.Errorf("resume (-want +got):\n%s", diff)
+	}
+	if got := h.provA.calls(); got != 2 {
+		t.Errorf("%d completions, want 2 (the try and the retry after the re-resolve)", got)
+	}
+	if h.pending(t, "s1") == nil {
+		t.Error("the marker was consumed by a turn that reached no model")
+	}
+	lines := decisionLines(t, h)
+	if len(lines) != 2 || !strings.HasSuffix(lines[1].Msg, "CRASHED: was answering, stopped while RUNNING") || lines[1].Level != "ERROR" {
+		t.Errorf("decision lines %+v, want the wait's and one CRASHED at ERROR", lines)
+	}
+	if got := h.startsInTheEnd(t); got != 1 {
+		t.Errorf("%d starts, want 1: resume never wakes", got)
 	}
 }

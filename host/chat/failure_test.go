@@ -17,7 +17,7 @@ import (
 // byte, log the failure once, store nothing and never wake (D5, D8).
 func TestProviderFailedIs502(t *testing.T) {
 	notRetryable := func(h *harness) error {
-		nr := resolve.NewNotReadyError("qwen", resolve.Resolution{Pod: "qwen", Status: "EXITED"}, false, h.gpu)
+		nr := resolve.NewNotReadyError("qwen", resolve.Resolution{Pod: "qwen", Status: "EXITED"}, false)
 		nr.Retryable = false
 		return fmt.Errorf("openai-api: %w", nr)
 	}
@@ -33,9 +33,9 @@ func TestProviderFailedIs502(t *testing.T) {
 			}}
 			return []string{"x"}
 		}, 0},
-		{"not ready without capabilities", func(t *testing.T, h *harness) []string {
+		{"not ready about a pod that is not configured", func(t *testing.T, h *harness) []string {
 			h.models["x"] = &fakeModel{complete: func(context.Context, []pluginapi.Message) (string, error) {
-				return "", resolve.NewNotReadyError("qwen", resolve.Resolution{Pod: "qwen", Status: "EXITED"}, false, nil)
+				return "", resolve.NewNotReadyError("other", resolve.Resolution{Pod: "other", Status: "EXITED"}, false)
 			}}
 			return []string{"x"}
 		}, 0},

@@ -35,7 +35,7 @@ func loadingPod() pluginapi.Pod {
 // readyPod is RUNNING with the conductor's readySince (rig-conductor#2056).
 func readyPod(since string) pluginapi.Pod {
 	p := loadingPod()
-	p.ReadySince = since
+	p.ReadySince = pluginapi.ParseReadySince(since) // as the conductor plugin parses it
 	return p
 }
 

@@ -68,6 +68,14 @@ func replyStuck(min int) string {
 	return fmt.Sprintf("The model server has been up for %d minutes and still is not answering — it may be stuck. Someone needs to look at the pod.", min)
 }
 
+func replyReadyThenStopped(at string) string {
+	return fmt.Sprintf("The GPU woke and was ready at %s, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes.", at)
+}
+
+func replyCrashed(at string) string {
+	return fmt.Sprintf("The model server answered at %s but has stopped answering — it may have crashed. Someone needs to look at the pod.", at)
+}
+
 func replyRefused(status int) string {
 	return fmt.Sprintf("The last wake request was refused by the conductor (HTTP %d). Waking it again — about 9 minutes.", status)
 }
@@ -127,11 +135,12 @@ func newHarness(t *testing.T) *harness {
 	}
 	h.logger = slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	h.coord = wake.New(wake.Config{
-		Pod: h.policy, Records: st, Clock: h.clock, Logger: h.logger,
-		WatchPoll: 60 * time.Second, WakeWatch: 35 * time.Minute, ReadySlack: 60 * time.Second,
+		Pod: h.policy, Records: st, GPU: h.gpu, Clock: h.clock, Logger: h.logger,
+		WatchPoll: 60 * time.Second, StartTimeout: 3 * time.Second,
 	})
 	t.Cleanup(func() { h.closeCoordinator(t) })
 	h.resolver = resolve.NewResolver(h.gpu, "qwen", "/v1")
+	h.resolver.SetObserver(h.coord)
 	h.models = map[string]agent.Model{
 		"a": &resolve.Model{Name: "a", Provider: h.provA, Resolver: h.resolver, ModelName: modelName},
 		"b": &resolve.Model{Name: "b", Provider: h.provB, BaseURL: "https://api.example.com/v1", ModelName: "fallback"},
@@ -164,7 +173,6 @@ func (h *harness) serve(t *testing.T, chain []string, mod func(*chat.Config)) *a
 		Pending: h.store,
 		Clock:   h.clock,
 		Logger:  h.logger,
-		Slack:   60 * time.Second,
 		Once: func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
 			return m.(*resolve.Model).CompleteOnce(ctx, msgs)
 		},

@@ -214,8 +214,8 @@ func TestLegacyLoadingThenStuck(t *testing.T) {
 
 // TestLegacyStartOutcomes: each start outcome gets its operator line (#684),
 // the turn is answered 200 whatever the plugin does, and the next ask reads
-// the outcome: a wake in flight keeps waiting, a refused or failed one wakes
-// again at once (D12).
+// the outcome: a wake in flight (also one whose answer was lost) keeps
+// waiting, a refused or failed one wakes again at once (D12).
 func TestLegacyStartOutcomes(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -237,8 +237,14 @@ func TestLegacyStartOutcomes(t *testing.T) {
 			return pluginapi.StartResult{Status: 401}, nil
 		}, "wake refused for pod qwen: status=401 (*RIG_WAKE_TOKEN*)", "ERROR", false, replyRefused(401), 2},
 		{"never sent", func(context.Context, string) (pluginapi.StartResult, error) {
-			return pluginapi.StartResult{}, fmt.Errorf("dial tcp 10.0.0.7:8080: %w", syscall.ECONNREFUSED)
+			return pluginapi.StartResult{Error: "ECONNREFUSED"}, nil
 		}, "wake failed for pod qwen: ECONNREFUSED", "ERROR", false, replyWakeFailed, 2},
+		// The plugin died with the request in its hands: whether it went out
+		// is unknown, so it is in flight and watched, like a client timeout.
+		{"the start's answer was lost", func(context.Context, string) (pluginapi.StartResult, error) {
+			return pluginapi.StartResult{}, fmt.Errorf("dial tcp 10.0.0.7:8080: %w", syscall.ECONNREFUSED)
+		}, "wake requested for pod qwen: in flight (the start's answer was lost: the GPU plugin stopped during the call; watching the pod)",
+			"INFO", false, replyStillWaking(1), 1},
 		{"the plugin panics", func(context.Context, string) (pluginapi.StartResult, error) {
 			panic("gpu plugin crashed")
 		}, "wake failed for pod qwen: no result", "ERROR", true, replyWakeFailed, 2},
@@ -320,4 +326,56 @@ func lineMatches(want, msg string) bool {
 	hint = strings.TrimSuffix(hint, "*)")
 	rest, ok := strings.CutPrefix(msg, head+"(")
 	return ok && strings.HasSuffix(rest, ")") && strings.Contains(rest, hint)
+}
+
+// TestLegacyCrashed: the wake's boot answered a turn; then the RUNNING
+// pod's model stops answering (the proxy's 502 survives the re-resolve).
+// Each such turn is told the model crashed, with when it last answered, at
+// ERROR with CRASHED, and wakes nothing. An answer, or the readySince of a
+// later boot, makes it ready again; a readySince of the boot that crashed
+// does not.
+func TestLegacyCrashed(t *testing.T) {
+	const crashedLine = "provider not ready for pod qwen (status RUNNING, model loading) → wait — CRASHED: was answering, stopped while RUNNING"
+	tests := []struct {
+		name      string
+		then      func(t *testing.T, h *harness)
+		wantState string
+	}{
+		{"an answer", func(t *testing.T, h *harness) {
+			h.provA.set(nil)
+			if diff := cmp.Diff(chatReply{Reply: answerTo("and now?"), SessionID: "s1"}, h.api.on(t).ask("s1", "and now?")); diff != "" {
+				t.Errorf("ask once it answers (-want +got):\n%s", diff)
+			}
+		}, "ready"},
+		{"a readySince of a later boot", func(t *testing.T, h *harness) {
+			h.gpu.set(readyPod(rfc3339(h.clock.Now())))
+		}, "ready"},
+		{"a readySince of the boot that crashed", func(t *testing.T, h *harness) {
+			h.gpu.set(readyPod("2026-09-09T12:35:00Z"))
+		}, "crashed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t)
+			crashedPod(t, h) // answered at 12:35, then a 502 turn
+			h.clock.Advance(2 * time.Minute)
+			if diff := cmp.Diff(chatReply{Reply: replyCrashed("12:35 UTC"), SessionID: "s1"}, h.api.on(t).ask("s1", "hello?")); diff != "" {
+				t.Errorf("second ask on the crashed model (-want +got):\n%s", diff)
+			}
+			if l := h.logs.find(t, crashedLine); len(l) != 2 || l[0].Level != "ERROR" || l[1].Level != "ERROR" ||
+				!strings.Contains(l[0].Msg, "CRASHED") {
+				t.Errorf("crashed lines %+v, want two at ERROR with CRASHED; the log:\n%s", l, h.logs)
+			}
+			if got := h.gpu.startCount(); got != 1 {
+				t.Errorf("%d starts, want 1: a crashed model is not woken", got)
+			}
+			tt.then(t, h)
+			if got := getPod(t, h.api.on(t), "qwen")["state"]; got != tt.wantState {
+				t.Errorf("state %v, want %s", got, tt.wantState)
+			}
+			if got := h.startsInTheEnd(t); got != 1 {
+				t.Errorf("%d starts in the end, want 1", got)
+			}
+		})
+	}
 }

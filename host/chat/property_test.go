@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/host/wake"
@@ -46,8 +48,9 @@ import (
 //     quotes the endpoint with the key "key-PROP-SECRET" in its query, as
 //     Go's *url.Error would;
 //   - a change of the start's outcome: in flight, accepted, refused 409 or
-//     401, failed with ECONNREFUSED. The result's error field, or the
-//     plugin's error, quotes the token "tok-PROP-SECRET" and two URLs;
+//     401, never sent (ECONNREFUSED), or lost (the plugin's call fails: in
+//     flight, watched). The result's error field, or the plugin's error,
+//     quotes the token "tok-PROP-SECRET" and two URLs;
 //   - a client polling GET /api/pods/qwen.
 //
 // (Secret values quoted bare in a plugin's message are the supervisor's to
@@ -55,7 +58,8 @@ import (
 // the secrets only where the host itself must keep them out.)
 //
 // After every step the host is let settle (every wake's start has been sent
-// and its result handled, every wake watch has re-armed or ended), every
+// and its result handled, and every coordinator goroutine is a wake watch
+// parked on its timer), every
 // session the step used takes one more turn, and these must hold:
 //
 //   - every response is JSON; a 200 is {reply, sessionId[, pendingWake]} with
@@ -65,13 +69,17 @@ import (
 //     one of the contract's fixed {"error": ...} bodies or exactly the
 //     generic 502;
 //   - never more than one start request per wake window: a wake decided no
-//     more than 15 minutes after the previous one read a record on which
-//     that wake had an outcome (refused, start failed, never ready, or ready
-//     with the pod not RUNNING); every start request matches one wake on
-//     record and is sent for the wake on record; every outcome on record is
-//     what happened (a refusal or failure is how that wake's start was
-//     answered, ready is a readySince of that wake, never-ready comes after
-//     the 35-minute watch);
+//     more than 15 minutes after the previous one read a record whose state
+//     said what became of that wake (refused, start-failed, never-ready, or
+//     ready, stopped or crashed with the pod not RUNNING); a new wake on record is always state waking; every start
+//     request matches one wake on record and is sent while that wake is in
+//     progress (waking, loading, stuck); every state written is what
+//     happened (refused and start-failed are how that wake's start was
+//     answered, a lost answer being in flight; ready is written while the
+//     model answers, since a readySince of that wake or an answer;
+//     never-ready comes after the 35-minute watch; crashed and stopped
+//     come from ready, crashed while RUNNING, stopped while not, keeping
+//     when it was ready);
 //   - a resume never wakes and never runs the wake policy;
 //   - neither secret, nor any URL, is ever in a log line or response body;
 //   - a session's slot is always released: its next turn is never a 409;
@@ -148,13 +156,13 @@ const (
 	propStartAccepted
 	propStartRefused409
 	propStartRefused401
-	propStartFailedError // the plugin's error quotes the token and URLs
-	propStartFailedClass // a result naming the class only
+	propStartLost    // the plugin's call fails (its answer lost: in flight); its error quotes the token and URLs
+	propStartNotSent // never sent: a result naming the class only
 )
 
 var propStartNames = [...]string{
 	"in flight (client timed out)", "accepted 202", "refused 409", "refused 401",
-	"failed: ECONNREFUSED in an error quoting the token", "failed: ECONNREFUSED",
+	"lost: the plugin's call failed, its error quoting the token", "never sent: ECONNREFUSED",
 }
 
 // propStartNote quotes the wake token and two URLs in the error field of a
@@ -169,9 +177,9 @@ func (o propStart) result() (pluginapi.StartResult, error) {
 		return pluginapi.StartResult{Status: 409, Error: propStartNote}, nil
 	case propStartRefused401:
 		return pluginapi.StartResult{Status: 401, Error: "invalid operator token " + propTokenSecret}, nil
-	case propStartFailedError:
+	case propStartLost:
 		return pluginapi.StartResult{}, fmt.Errorf("%s: dial tcp 10.43.0.7:8080: %w", propStartNote, syscall.ECONNREFUSED)
-	case propStartFailedClass:
+	case propStartNotSent:
 		return pluginapi.StartResult{Error: "ECONNREFUSED"}, nil
 	default:
 		return pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: 3000, Error: propStartNote}, nil
@@ -277,6 +285,11 @@ func (s propPod) serving(was propServing) propServing {
 	}
 }
 
+// proxy reports whether the conductor gives the pod's proxy URL in s.
+func (s propPod) proxy() bool {
+	return s == propPodLoading || s == propPodReadyNow || s == propPodReadyEarlier
+}
+
 // status is the conductor's word for the pod in s.
 func (s propPod) status() string {
 	switch s {
@@ -294,13 +307,14 @@ func (s propPod) status() string {
 }
 
 // propRecords is the real store, with every record written kept in
-// order, with the fake clock and the scripted pod status at the time. The
+// order, with the fake clock, the scripted pod status and whether the model
+// answers at the time. The
 // coordinator writes only under the pod's lock, so the write before a wake
 // is the record that wake was decided on.
 type propRecords struct {
 	*store.Store
-	clock  *clock.Fake
-	status func() string
+	clock *clock.Fake
+	pod   func() (string, bool, propServing) // the conductor's status, whether it gives a proxy URL, whether the model answers
 
 	mu   sync.Mutex
 	puts []propPut
@@ -309,16 +323,19 @@ type propRecords struct {
 var _ wake.Records = (*propRecords)(nil)
 
 type propPut struct {
-	rec    machines.Record
-	at     time.Time
-	status string
+	rec     machines.Record
+	at      time.Time
+	status  string
+	proxy   bool
+	serving propServing
 }
 
 func (r *propRecords) PutRecord(rec machines.Record) error {
 	if err := r.Store.PutRecord(rec); err != nil {
 		return err
 	}
-	put := propPut{rec: rec, at: r.clock.Now(), status: r.status()}
+	put := propPut{rec: rec, at: r.clock.Now()}
+	put.status, put.proxy, put.serving = r.pod()
 	r.mu.Lock()
 	r.puts = append(r.puts, put)
 	r.mu.Unlock()
@@ -365,9 +382,6 @@ type propRun struct {
 	decisionLines int // "provider not ready … → wake|wait"
 	wakeDecisions int // … → wake
 	results       int // a start's result line
-	requested     int // … "wake requested": a watch starts
-	dups          int // a watch that was not started: already watched
-	ended         int // a watch that ended: ready, never-ready, superseded
 
 	stats map[string]int // what the sequence exercised, for -v
 
@@ -386,16 +400,17 @@ func newPropRun(t *testing.T, seed uint64) *propRun {
 	// same, over the same store, with its writes recorded. The harness's
 	// cleanup closes h.coord, so it closes this one.
 	h.closeCoordinator(t)
-	p.recs = &propRecords{Store: h.store, clock: h.clock, status: func() string {
+	p.recs = &propRecords{Store: h.store, clock: h.clock, pod: func() (string, bool, propServing) {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		return p.pod.status()
+		return p.pod.status(), p.pod.proxy(), p.serving
 	}}
 	coord := wake.New(wake.Config{
-		Pod: h.policy, Records: p.recs, Clock: h.clock, Logger: h.logger,
-		WatchPoll: 60 * time.Second, WakeWatch: 35 * time.Minute, ReadySlack: 60 * time.Second,
+		Pod: h.policy, Records: p.recs, GPU: h.gpu, Clock: h.clock, Logger: h.logger,
+		WatchPoll: 60 * time.Second, StartTimeout: 3 * time.Second,
 	})
 	h.coord = coord
+	h.resolver.SetObserver(coord)
 	h.api = h.serve(t, []string{"a"}, nil)
 	h.provA.set(p.complete)
 	h.gpu.onStart(func(_ context.Context, name string) (pluginapi.StartResult, error) {
@@ -816,22 +831,24 @@ func (p *propRun) podReport() {
 }
 
 // settle waits until the host is quiet: every wake decision has sent its
-// start and handled its result, and every wake watch is armed on the clock
-// or has ended. It reads the log as it goes.
+// start and handled its result, and the coordinator's every goroutine is a
+// wake watch parked on its clock timer (a watch that ends once its wake has
+// an outcome may do so silently, at its next timer, so the log cannot say
+// how many watches live). It reads the log as it goes.
 func (p *propRun) settle(after string) {
 	deadline := time.Now().Add(waitLimit)
 	for {
 		// In this order: a watch arms after its start's line is logged, and a
 		// start is sent after its decision's line.
 		waiters := p.h.clock.Waiters()
+		parked, busy := coordinatorGoroutines()
 		starts := p.h.gpu.startCount()
 		p.readLog()
-		live := p.requested - p.dups - p.ended
 		if starts > p.wakeDecisions {
 			p.violate("%d start requests for %d wake decisions", starts, p.wakeDecisions)
 			p.flush()
 		}
-		if starts == p.wakeDecisions && p.results == starts && waiters == live {
+		if starts == p.wakeDecisions && p.results == starts && busy == 0 && waiters == parked {
 			for len(p.h.gpu.started) > 0 {
 				<-p.h.gpu.started
 			}
@@ -839,16 +856,52 @@ func (p *propRun) settle(after string) {
 		}
 		if time.Now().After(deadline) {
 			p.violate("the host did not settle within %v after %s: %d wake decisions, %d start requests, %d start results logged, "+
-				"%d watch timers armed for %d live watches", waitLimit, after, p.wakeDecisions, starts, p.results, waiters, live)
+				"%d watch timers armed, %d watches parked on one, %d coordinator goroutines at work",
+				waitLimit, after, p.wakeDecisions, starts, p.results, waiters, parked, busy)
 			p.flush()
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
 }
 
+// coordinatorGoroutines counts the goroutines running the wake
+// coordinator's code: parked, the wake watches blocked in their select on
+// the clock; busy, every other (a start, a watch reading the pod or writing
+// its outcome, an event being applied).
+func coordinatorGoroutines() (parked, busy int) {
+	const pkg = "github.com/wakeonchat/wakeonchat/host/wake."
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if !strings.Contains(g, pkg) {
+			continue
+		}
+		header, frames, _ := strings.Cut(g, "\n")
+		top := ""
+		for _, line := range strings.Split(frames, "\n") {
+			if !strings.HasPrefix(line, "\t") && !strings.HasPrefix(line, "runtime.") {
+				top = line
+				break
+			}
+		}
+		if strings.Contains(header, "[select") && strings.HasPrefix(top, pkg+"(*Coordinator).watch(") {
+			parked++
+		} else {
+			busy++
+		}
+	}
+	return parked, busy
+}
+
 // readLog reads the log lines written since the last call: it checks them
-// for leaks and internal faults and counts decisions, start results and
-// watches.
+// for leaks and internal faults and counts decisions and start results.
 func (p *propRun) readLog() {
 	text := p.h.logs.String()
 	if len(text) <= p.logOff {
@@ -876,16 +929,9 @@ func (p *propRun) readLog() {
 			if strings.Contains(msg, ") → wake") {
 				p.wakeDecisions++
 			}
-		case strings.HasPrefix(msg, "wake requested for pod "):
+		case strings.HasPrefix(msg, "wake requested for pod "), strings.HasPrefix(msg, "wake refused for pod "),
+			strings.HasPrefix(msg, "wake failed for pod "):
 			p.results++
-			p.requested++
-		case strings.HasPrefix(msg, "wake refused for pod "), strings.HasPrefix(msg, "wake failed for pod "):
-			p.results++
-		case strings.HasPrefix(msg, "wake watch for pod ") && strings.Contains(msg, "is already watched"):
-			p.dups++
-		case strings.HasPrefix(msg, "wake ready for pod "), strings.HasPrefix(msg, "wake never-ready for pod "),
-			strings.HasPrefix(msg, "wake watch for pod ") && (strings.Contains(msg, " stopped: ") || strings.Contains(msg, "outcome unknown")):
-			p.ended++
 		case msg == "turn panicked", msg == "rendering a reply", msg == "the turn was answered but not stored",
 			strings.HasPrefix(msg, "wake: "), strings.HasPrefix(msg, "resume: pinned"):
 			p.violate("the host logged an internal fault: %s", raw)
@@ -893,9 +939,11 @@ func (p *propRun) readLog() {
 	}
 }
 
-// checkRecords checks every wake written since the last call against the
-// record it was decided on: inside the window of the previous wake, that
-// wake must have had an outcome.
+// checkRecords checks every record written since the last call against the
+// one before it: a wake (a new wake on record, or a wake from a state in
+// which the last one had ended) inside the window of the previous wake comes
+// only after that wake's outcome; every state that says what became of a
+// wake, or of the pod, is what happened (checkOutcome).
 func (p *propRun) checkRecords() {
 	puts := p.recs.snapshot()
 	prev := machines.NewRecord("qwen")
@@ -904,10 +952,17 @@ func (p *propRun) checkRecords() {
 	}
 	for _, put := range puts[p.putsChecked:] {
 		rec := put.rec
-		isWake := !rec.WakeRequestedAt.IsZero() && rec.Outcome == machines.OutcomeNone &&
-			(!rec.WakeRequestedAt.Equal(prev.WakeRequestedAt) || prev.Outcome != machines.OutcomeNone)
-		if rec.Outcome != prev.Outcome && rec.Outcome != machines.OutcomeNone {
-			p.checkOutcome(put)
+		newWake := !rec.WakeRequestedAt.Equal(prev.WakeRequestedAt)
+		if newWake && rec.State != machines.Waking {
+			p.violate("the wake on record moved from %s to %s without a wake: the record %s, after %s",
+				propTime(prev.WakeRequestedAt), propTime(rec.WakeRequestedAt), propRecord(rec), propRecord(prev))
+		}
+		// A wake in the same instant as the last one has the same stamp; it is
+		// a wake because the last one had ended.
+		isWake := rec.State == machines.Waking && (newWake || !propInProgress(prev.State))
+		if rec.State != prev.State || newWake || !rec.ReadyAt.Equal(prev.ReadyAt) {
+			p.stats["record:"+string(rec.State)]++
+			p.checkOutcome(prev, put)
 		}
 		if isWake {
 			p.wakes++
@@ -915,14 +970,17 @@ func (p *propRun) checkRecords() {
 				p.violate("wake #%d was stamped %s at %s", p.wakes, propTime(rec.WakeRequestedAt), propTime(put.at))
 			}
 			if gap := rec.WakeRequestedAt.Sub(prev.WakeRequestedAt); !prev.WakeRequestedAt.IsZero() && gap <= propWindow {
-				switch prev.Outcome {
-				case machines.OutcomeRefused, machines.OutcomeStartFailed, machines.OutcomeNeverReady:
-					p.stats["rewake-in-window:"+string(prev.Outcome)]++
-				case machines.OutcomeReady:
-					p.stats["rewake-in-window:ready"]++
+				switch prev.State {
+				case machines.Refused, machines.StartFailed, machines.NeverReady:
+					p.stats["rewake-in-window:"+string(prev.State)]++
+				case machines.Ready, machines.Stopped, machines.Crashed:
+					p.stats["rewake-in-window:"+string(prev.State)]++
+					// A pod the conductor says is RUNNING, with or without a
+					// proxy URL, is never woken again after it was ready.
 					if put.status == pluginapi.StatusRunning {
-						p.violate("wake #%d at %s, %v after the wake of %s, which was ready, while the conductor says RUNNING (record: %s)",
-							p.wakes, propTime(rec.WakeRequestedAt), gap, propTime(prev.WakeRequestedAt), propRecord(prev))
+						p.stats["rewake-in-window:"+string(prev.State)+"-running"]++
+						p.violate("wake #%d at %s, %v after the wake of %s, which was %s, while the conductor says RUNNING (record: %s)",
+							p.wakes, propTime(rec.WakeRequestedAt), gap, propTime(prev.WakeRequestedAt), prev.State, propRecord(prev))
 					}
 				default:
 					p.violate("a second start request inside one wake window: wake #%d at %s, %v after the wake of %s, "+
@@ -936,12 +994,20 @@ func (p *propRun) checkRecords() {
 	p.putsChecked = len(puts)
 }
 
-// checkOutcome checks an outcome written for the wake on record against
-// what happened: a refusal or a failure is what that wake's start request
-// was answered; ready is a readySince of this wake (D12: no earlier than the
-// wake minus ready_slack) that the conductor reported; never-ready comes only
-// after the 35-minute watch.
-func (p *propRun) checkOutcome(put propPut) {
+// propInProgress reports whether s is a state of a wake whose outcome is not
+// known yet.
+func propInProgress(s engine.State) bool {
+	return s == machines.Waking || s == machines.Loading || s == machines.Stuck
+}
+
+// checkOutcome checks a record that moved from prev against what happened:
+// refused and start-failed are how that wake's start request was answered;
+// ready is a readySince of this wake (D12: no earlier than the wake minus
+// ready_slack) or an answer, while the model answers; never-ready comes only
+// after the 35-minute watch; crashed comes from ready, while the conductor
+// says RUNNING; stopped comes from ready, while the conductor says the pod
+// does not run, keeping the time it was ready.
+func (p *propRun) checkOutcome(prev machines.Record, put propPut) {
 	rec := put.rec
 	p.mu.Lock()
 	var answers []propStart
@@ -952,26 +1018,49 @@ func (p *propRun) checkOutcome(put propPut) {
 	}
 	p.mu.Unlock()
 	var want []propStart
-	switch rec.Outcome {
-	case machines.OutcomeRefused:
+	switch rec.State {
+	case machines.Refused:
 		want = map[int][]propStart{409: {propStartRefused409}, 401: {propStartRefused401}}[rec.RefusedStatus]
-	case machines.OutcomeStartFailed:
-		want = []propStart{propStartFailedError, propStartFailedClass}
-	case machines.OutcomeReady:
-		if rec.ReadyAt.Before(rec.WakeRequestedAt.Add(-time.Minute)) || rec.ReadyAt.After(put.at) {
-			p.violate("the wake of %s was recorded ready since %s, which is not a readySince of that wake (record: %s)",
+	case machines.StartFailed:
+		// A plugin's error is a start whose answer was lost: in flight.
+		want = []propStart{propStartNotSent}
+	case machines.Ready:
+		if put.serving != propServingYes {
+			p.violate("the pod was recorded ready while its model does not answer and the conductor says %q (record: %s)",
+				put.status, propRecord(rec))
+		}
+		if !rec.WakeRequestedAt.IsZero() && (rec.ReadyAt.Before(rec.WakeRequestedAt.Add(-time.Minute)) || rec.ReadyAt.After(put.at)) {
+			p.violate("the wake of %s was recorded ready since %s, which is neither a readySince of that wake nor an answer (record: %s)",
 				propTime(rec.WakeRequestedAt), propTime(rec.ReadyAt), propRecord(rec))
 		}
-		if put.status != pluginapi.StatusRunning {
-			p.violate("the wake of %s was recorded ready while the conductor says %q (record: %s)",
-				propTime(rec.WakeRequestedAt), put.status, propRecord(rec))
+		if rec.ReadyAt.After(put.at) {
+			p.violate("the pod was recorded ready since %s, after %s (record: %s)", propTime(rec.ReadyAt), propTime(put.at), propRecord(rec))
 		}
 		return
-	case machines.OutcomeNeverReady:
+	case machines.NeverReady:
 		if age := put.at.Sub(rec.WakeRequestedAt); age < 35*time.Minute {
 			p.violate("the wake of %s was recorded never-ready %v after it, before the 35-minute watch ended (record: %s)",
 				propTime(rec.WakeRequestedAt), age, propRecord(rec))
 		}
+		return
+	case machines.Crashed:
+		if prev.State != machines.Ready && prev.State != machines.Crashed {
+			p.violate("the pod was recorded crashed from %s, not from ready (record: %s)", prev.State, propRecord(rec))
+		}
+		if put.status != pluginapi.StatusRunning || put.serving == propServingNo {
+			p.violate("the pod was recorded crashed while the conductor says %q (record: %s)", put.status, propRecord(rec))
+		}
+		return
+	case machines.Stopped:
+		if prev.State != machines.Ready && prev.State != machines.Stopped {
+			p.violate("the pod was recorded stopped from %s, not from ready (record: %s)", prev.State, propRecord(rec))
+		}
+		if put.status == pluginapi.StatusRunning || !rec.ReadyAt.Equal(prev.ReadyAt) {
+			p.violate("the pod was recorded stopped while the conductor says %q, ready at %s before (record: %s)",
+				put.status, propTime(prev.ReadyAt), propRecord(rec))
+		}
+		return
+	default:
 		return
 	}
 	for _, a := range answers {
@@ -984,7 +1073,7 @@ func (p *propRun) checkOutcome(put propPut) {
 		names[i] = propStartNames[a]
 	}
 	p.violate("the wake of %s was recorded %s, but its start request was answered %v (record: %s)",
-		propTime(rec.WakeRequestedAt), rec.Outcome, names, propRecord(rec))
+		propTime(rec.WakeRequestedAt), rec.State, names, propRecord(rec))
 }
 
 // checkStarts checks that every start request matches one wake on record and
@@ -1000,7 +1089,7 @@ func (p *propRun) checkStarts() {
 		p.violate("%d start requests and %d wake decisions logged for %d wakes on record", len(calls), p.wakeDecisions, p.wakes)
 	}
 	for i, c := range calls[p.callsChecked:] {
-		if c.err != nil || !c.rec.WakeRequestedAt.Equal(c.at) || c.rec.Outcome != machines.OutcomeNone {
+		if c.err != nil || !c.rec.WakeRequestedAt.Equal(c.at) || !propInProgress(c.rec.State) {
 			p.violate("start request #%d at %s was sent while the stored record was %s (read error: %v)",
 				p.callsChecked+i+1, propTime(c.at), propRecord(c.rec), c.err)
 		}
@@ -1089,7 +1178,7 @@ func propTime(t time.Time) string {
 
 func propRecord(r machines.Record) string {
 	return fmt.Sprintf("{state %s, wake %s, outcome %q, loading since %s, ready at %s, refused %d}",
-		r.State, propTime(r.WakeRequestedAt), r.Outcome, propTime(r.ModelLoadingSince), propTime(r.ReadyAt), r.RefusedStatus)
+		r.State, propTime(r.WakeRequestedAt), r.Outcome(), propTime(r.ModelLoadingSince), propTime(r.ReadyAt), r.RefusedStatus)
 }
 
 func propReplyKind(message, reply string) string {
