@@ -160,7 +160,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	a.server = chat.New(chat.Config{
 		Agent: agent.New(agent.Config{
 			Chain: chain, Others: others, History: a.store,
-			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages,
+			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages, HistoryBytes: cfg.Agent.HistoryBytes,
 		}),
 		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Clock: a.clock, Logger: a.log,
 		MaxBody: cfg.Server.MaxBodyBytes, Slack: cfg.Timings.ReadySlack.Duration,

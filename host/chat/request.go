@@ -50,8 +50,12 @@ type wireRequest struct {
 }
 
 // readRequest checks the content type and size and decodes the body
-// strictly: unknown fields and trailing data are errors.
-func readRequest(w http.ResponseWriter, r *http.Request, maxBody int64) (request, error) {
+// strictly: unknown fields and trailing data are errors. A message longer
+// than maxMessage bytes (what a completion request can carry, see
+// agent.MaxMessageBytes) is refused like a body over maxBody: the message's
+// bytes can outnumber the body's (each invalid UTF-8 byte becomes a
+// three-byte U+FFFD), so the body limit alone does not bound them.
+func readRequest(w http.ResponseWriter, r *http.Request, maxBody int64, maxMessage int) (request, error) {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
 	if ct == "" || err != nil || mt != "application/json" {
@@ -67,7 +71,12 @@ func readRequest(w http.ResponseWriter, r *http.Request, maxBody int64) (request
 		}
 		return request{}, badRequest("request body could not be read")
 	}
-	return decodeRequest(body)
+	req, err := decodeRequest(body)
+	if err == nil && len(req.Message) > maxMessage {
+		return request{}, &requestError{Status: http.StatusRequestEntityTooLarge,
+			Msg: fmt.Sprintf("message is larger than %d bytes", maxMessage)}
+	}
+	return req, err
 }
 
 // decodeRequest validates a request body.

@@ -2,12 +2,14 @@ package chat_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/chat"
 )
 
@@ -279,5 +281,59 @@ func TestResponsesCarryNoURL(t *testing.T) {
 	}
 	if got := h.provA.calls(); got != 0 {
 		t.Errorf("%d completions, want 0", got)
+	}
+}
+
+// TestMessageOverTheRequestLimit: a body within max_body_bytes whose
+// message cannot fit in a completion request is a 413 naming the limit,
+// before any model is asked. Invalid UTF-8 makes the message three times
+// the body's bytes (each byte decodes to U+FFFD), so the body limit alone
+// would not keep it under the plugin boundary.
+func TestMessageOverTheRequestLimit(t *testing.T) {
+	h := newHarness(t)
+	h.gpu.set(readyPod(rfc3339(t0)))
+	const requestBytes = 32 << 10
+	ag := agent.New(agent.Config{
+		Chain: []agent.Provider{{Name: "a", Model: h.models["a"]}}, History: h.store,
+		SystemPrompt: systemPrompt, HistoryMessages: 20, HistoryBytes: 256 << 10, RequestBytes: requestBytes,
+	})
+	limit := ag.MaxMessageBytes()
+	srv := h.serve(t, []string{"a"}, func(c *chat.Config) { c.Agent = ag; c.MaxBody = int64(limit) })
+
+	invalid := `{"message":"` + strings.Repeat("\xff", limit/3+1) + `"}`
+	tests := []struct {
+		name       string
+		body       string
+		wantStatus int
+		wantBody   string
+	}{
+		{"a body of exactly the body limit", `{"message":"` + strings.Repeat("x", limit-len(`{"message":""}`)) + `"}`, 200, ""},
+		{"invalid UTF-8 that decodes to the limit or less", `{"message":"` + strings.Repeat("\xff", limit/3) + `"}`, 200, ""},
+		{"invalid UTF-8 that decodes past the limit", invalid, 413,
+			fmt.Sprintf(`{"error":"message is larger than %d bytes"}`, limit) + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if len(tt.body) > limit {
+				t.Fatalf("the body is %d bytes, over the body limit %d", len(tt.body), limit)
+			}
+			before := h.provA.calls()
+			res := srv.on(t).do(http.MethodPost, "/api/chat", "application/json", tt.body)
+			if res.Status != tt.wantStatus {
+				t.Errorf("status %d, want %d; body %.200s", res.Status, tt.wantStatus, res.Body)
+			}
+			if tt.wantBody != "" {
+				if diff := cmp.Diff(tt.wantBody, res.Body); diff != "" {
+					t.Errorf("body (-want +got):\n%s", diff)
+				}
+			}
+			wantCalls := 0
+			if tt.wantStatus == 200 {
+				wantCalls = 1
+			}
+			if got := h.provA.calls() - before; got != wantCalls {
+				t.Errorf("%d provider call(s), want %d", got, wantCalls)
+			}
+		})
 	}
 }

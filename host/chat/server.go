@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"math"
 	"net/http"
 	"path"
 	"regexp"
@@ -63,8 +64,9 @@ type OnceFunc = func(m agent.Model, ctx context.Context, msgs []pluginapi.Messag
 
 // Server serves wake-on-chat's HTTP API.
 type Server struct {
-	cfg   Config
-	slots slots // the single in-flight turn per session
+	cfg        Config
+	slots      slots // the single in-flight turn per session
+	maxMessage int   // the longest message a completion request can carry
 }
 
 // New returns a Server for cfg.
@@ -81,7 +83,11 @@ func New(cfg Config) *Server {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
 	}
-	return &Server{cfg: cfg}
+	s := &Server{cfg: cfg, maxMessage: math.MaxInt}
+	if cfg.Agent != nil {
+		s.maxMessage = cfg.Agent.MaxMessageBytes()
+	}
+	return s
 }
 
 // Handler returns the HTTP routes.

@@ -72,6 +72,7 @@ type Agent struct {
 	Providers       []string `toml:"providers"`        // provider names, in fallback order; default ["qwen"]
 	SystemPrompt    string   `toml:"system_prompt"`    // default "You are a helpful assistant."
 	HistoryMessages int      `toml:"history_messages"` // earlier messages sent with each turn; 0 sends none; default 20
+	HistoryBytes    int      `toml:"history_bytes"`    // cap on the content bytes of those messages; 0 sends none; default 262144 (256 KiB)
 }
 
 // Replies are the wake policy's reply texts, as text/template sources
@@ -145,6 +146,7 @@ func DefaultConfig() Config {
 			Providers:       []string{"qwen"},
 			SystemPrompt:    "You are a helpful assistant.",
 			HistoryMessages: 20,
+			HistoryBytes:    256 << 10,
 		},
 		Replies: repliesFrom(machines.DefaultReplies()),
 	}

@@ -66,6 +66,7 @@ system_prompt = """
 You are Rig-E.
 Be brief."""
 history_messages = 0
+history_bytes = 4096
 
 [replies]
 waking = "w {{.ExpectedMinutes}}"
@@ -151,6 +152,7 @@ func TestParse(t *testing.T) {
 						Providers:       []string{"llama", "backup"},
 						SystemPrompt:    "You are Rig-E.\nBe brief.",
 						HistoryMessages: 0,
+						HistoryBytes:    4096,
 					},
 					Replies: Replies{
 						Waking: "w {{.ExpectedMinutes}}", StillWaking: "sw {{.ElapsedMinutes}}", Rewake: "rw",

@@ -156,6 +156,9 @@ func (c Config) validate() []*Error {
 	if c.Agent.HistoryMessages < 0 {
 		add(problem("agent.history_messages", "must not be negative (0 sends no history)"))
 	}
+	if c.Agent.HistoryBytes < 0 {
+		add(problem("agent.history_bytes", "must not be negative (0 sends no history)"))
+	}
 
 	// [replies]
 	_, replyErrs := c.parseReplies()
