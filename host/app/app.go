@@ -168,10 +168,11 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		NoResend: pinned((*resolve.Model).CompleteNoResend),
 		Ready:    a.ready,
 	})
-	a.ln, err = net.Listen("tcp", cfg.Server.Listen)
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("server.listen: %w", err)
 	}
+	a.ln = chat.Listener(ln, 0) // net/http's own refusals answer JSON too
 	grace := cfg.Timings.CompletionTimeout.Duration + 30*time.Second
 	a.http = &http.Server{
 		Handler:           a.server.Handler(),
@@ -179,7 +180,10 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      grace, // a completion may take completion_timeout
 		IdleTimeout:       90 * time.Second,
-		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		// OPTIONS * goes to the handler, which answers JSON, not net/http's
+		// empty 200.
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
 	return a, nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"path"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
@@ -107,8 +108,9 @@ func (s *Server) Handler() http.Handler {
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// ServeMux answers an unclean path (/api//chat, /api/chat/../chat)
-		// with a redirect whose body is HTML; every answer here is JSON.
-		if p := r.URL.Path; p == "" || path.Clean(p) != p {
+		// with a redirect whose body is HTML, and a path that is not one
+		// (OPTIONS *) with a plain-text 400; every answer here is JSON.
+		if p := r.URL.Path; !strings.HasPrefix(p, "/") || path.Clean(p) != p {
 			writeError(w, http.StatusNotFound, noEndpoint(r))
 			return
 		}
