@@ -3,6 +3,11 @@
 // history, asks each provider in fallback order, and stores the turn when a
 // model answered.
 //
+// The history sent is bounded by count (HistoryMessages) and by content
+// bytes (HistoryBytes), and a whole request by what the plugin boundary
+// takes (RequestBytes), so no stored turn, however large, can make a
+// session's later requests fail.
+//
 // It falls back to the next provider only on a failure that says it is
 // fallback-eligible; a not-ready error never is (D11), so it reaches the
 // chat handler, which runs the wake policy. Storing an answered turn is the
@@ -43,8 +48,32 @@ type Config struct {
 	Others          []Provider // configured providers outside the chain, for pinned turns
 	History         History
 	SystemPrompt    string
-	HistoryMessages int // how many stored messages go to the model
+	HistoryMessages int // how many stored messages go to the model; 0 sends none
+	HistoryBytes    int // cap on those messages' content bytes; 0 sends none
+	// RequestBytes is the most one completion request may weigh at the
+	// plugin boundary, encoded; 0 is DefaultRequestBytes. History is trimmed
+	// further to stay under it, and a message that cannot fit under it with
+	// the system prompt alone is refused (see MaxMessageBytes).
+	RequestBytes int
 }
+
+// DefaultRequestBytes is gRPC's default limit on a message received, which
+// the provider plugin's server enforces on every completion request.
+const DefaultRequestBytes = 4 << 20
+
+// The framing a completion request carries besides its messages' content,
+// at most: envelopeBytes for the request itself (the endpoint, the model
+// name, gRPC's own framing), messageBytes for each message (its role and
+// protobuf framing).
+const (
+	envelopeBytes = 16 << 10
+	messageBytes  = 64
+)
+
+// ErrTooLarge is returned for a message that cannot fit in a completion
+// request with the system prompt alone; MaxMessageBytes says how large one
+// may be.
+var ErrTooLarge = errors.New("message too large for a completion request")
 
 // Agent runs turns. It is safe for concurrent use; the caller keeps one turn
 // per session in flight.
@@ -55,6 +84,9 @@ type Agent struct {
 
 // New returns an Agent for cfg.
 func New(cfg Config) *Agent {
+	if cfg.RequestBytes <= 0 {
+		cfg.RequestBytes = DefaultRequestBytes
+	}
 	all := make(map[string]Model, len(cfg.Chain)+len(cfg.Others))
 	for _, p := range append(append([]Provider(nil), cfg.Chain...), cfg.Others...) {
 		all[p.Name] = p.Model
@@ -139,14 +171,27 @@ func (a *Agent) Model(provider string) (Model, bool) {
 	return m, ok
 }
 
+// MaxMessageBytes is the largest message, in bytes, that fits in a
+// completion request with the system prompt; the history is trimmed to fit
+// what room is left. A caller refuses a larger message before its turn.
+func (a *Agent) MaxMessageBytes() int {
+	return a.cfg.RequestBytes - envelopeBytes - 2*messageBytes - len(a.cfg.SystemPrompt)
+}
+
+// messages builds a completion request: the system prompt, the session's
+// history as fitHistory trims it, and message. The request never weighs
+// more than RequestBytes at the plugin boundary.
 func (a *Agent) messages(session, message string) ([]pluginapi.Message, error) {
+	if len(message) > a.MaxMessageBytes() {
+		return nil, fmt.Errorf("agent: %w: %d bytes, at most %d", ErrTooLarge, len(message), a.MaxMessageBytes())
+	}
 	var hist []store.Message
-	if a.cfg.HistoryMessages > 0 {
+	if a.cfg.HistoryMessages > 0 && a.cfg.HistoryBytes > 0 {
 		h, err := a.cfg.History.History(session, a.cfg.HistoryMessages)
 		if err != nil {
 			return nil, fmt.Errorf("agent: history: %w", err)
 		}
-		hist = h
+		hist = fitHistory(h, a.cfg.HistoryBytes, a.MaxMessageBytes()-len(message))
 	}
 	msgs := make([]pluginapi.Message, 0, len(hist)+2)
 	if a.cfg.SystemPrompt != "" {
@@ -156,6 +201,30 @@ func (a *Agent) messages(session, message string) ([]pluginapi.Message, error) {
 		msgs = append(msgs, pluginapi.Message{Role: m.Role, Content: m.Content})
 	}
 	return append(msgs, pluginapi.Message{Role: "user", Content: message}), nil
+}
+
+// fitHistory returns the newest messages of hist whose content totals at
+// most budget bytes and whose weight in a request (content and framing)
+// totals at most room bytes. A message is sent whole or not at all, and the
+// first one that does not fit ends the history: nothing older is sent, so
+// the model never sees a conversation with a hole in it. The result starts
+// with a user message: an assistant message whose question was cut off is
+// dropped too, so the model is never shown an answer to nothing.
+func fitHistory(hist []store.Message, budget, room int) []store.Message {
+	start := len(hist)
+	for start > 0 {
+		m := hist[start-1]
+		budget -= len(m.Content)
+		room -= len(m.Content) + messageBytes
+		if budget < 0 || room < 0 {
+			break
+		}
+		start--
+	}
+	for start < len(hist) && hist[start].Role != store.RoleUser {
+		start++
+	}
+	return hist[start:]
 }
 
 // Remember stores an answered turn: the user's message and the model's

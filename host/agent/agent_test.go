@@ -76,7 +76,7 @@ func TestProcessFallback(t *testing.T) {
 			a := &fakeModel{reply: "from a", err: tt.first}
 			b := &fakeModel{reply: "from b"}
 			h := &memHistory{}
-			ag := New(Config{Chain: []Provider{{"a", a}, {"b", b}}, History: h, HistoryMessages: 20})
+			ag := New(Config{Chain: []Provider{{"a", a}, {"b", b}}, History: h, HistoryMessages: 20, HistoryBytes: 1 << 10})
 			res, err := ag.Process(context.Background(), "s1", "hi")
 			if err == nil {
 				if err := ag.Remember("s1", "hi", res); err != nil {
@@ -106,7 +106,7 @@ func TestMessagesCarryPromptAndHistory(t *testing.T) {
 		{Role: "user", Content: "q0"}, {Role: "assistant", Content: "r0"},
 		{Role: "user", Content: "q1"}, {Role: "assistant", Content: "r1"},
 	}}}
-	ag := New(Config{Chain: []Provider{{"a", m}}, History: h, SystemPrompt: "be brief", HistoryMessages: 2})
+	ag := New(Config{Chain: []Provider{{"a", m}}, History: h, SystemPrompt: "be brief", HistoryMessages: 2, HistoryBytes: 1 << 10})
 	res, err := ag.Process(context.Background(), "s1", "q2")
 	if err != nil {
 		t.Fatal(err)

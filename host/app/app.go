@@ -165,7 +165,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	a.server = chat.New(chat.Config{
 		Agent: agent.New(agent.Config{
 			Chain: chain, Others: others, History: a.store,
-			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages,
+			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages, HistoryBytes: cfg.Agent.HistoryBytes,
 		}),
 		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Clock: a.clock, Logger: a.log,
 		MaxBody: cfg.Server.MaxBodyBytes,
@@ -173,10 +173,11 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		NoResend: pinned((*resolve.Model).CompleteNoResend),
 		Ready:    a.ready,
 	})
-	a.ln, err = net.Listen("tcp", cfg.Server.Listen)
+	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("server.listen: %w", err)
 	}
+	a.ln = chat.Listener(ln, 0) // net/http's own refusals answer JSON too
 	grace := cfg.Timings.CompletionTimeout.Duration + 30*time.Second
 	a.http = &http.Server{
 		Handler:           a.server.Handler(),
@@ -184,7 +185,10 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      grace, // a completion may take completion_timeout
 		IdleTimeout:       90 * time.Second,
-		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		// OPTIONS * goes to the handler, which answers JSON, not net/http's
+		// empty 200.
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
 	return a, nil
 }

@@ -44,7 +44,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodPost) {
 		return
 	}
-	req, err := readRequest(w, r, s.cfg.MaxBody)
+	req, err := readRequest(w, r, s.cfg.MaxBody, s.maxMessage)
 	if err != nil {
 		var re *requestError
 		errors.As(err, &re)

@@ -10,6 +10,9 @@
 // wakeMode "wait" and "resume" let a foreground client keep its prompt until
 // the model is freshly ready (#715; docs/http-contract.md).
 //
+// Every answer is JSON: Listener wraps the server's listener so that even
+// the refusals net/http writes before any handler runs are.
+//
 // The package never puts an error's text, a URL or a secret in a response:
 // users see the policy's replies and fixed error strings; the log gets the
 // detail, once.

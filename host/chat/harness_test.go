@@ -165,7 +165,7 @@ func (h *harness) serve(t *testing.T, chain []string, mod func(*chat.Config)) *a
 	cfg := chat.Config{
 		Agent: agent.New(agent.Config{
 			Chain: inChain, Others: others, History: h.store,
-			SystemPrompt: systemPrompt, HistoryMessages: 20,
+			SystemPrompt: systemPrompt, HistoryMessages: 20, HistoryBytes: 256 << 10,
 		}),
 		Wake:    h.coord,
 		Policy:  h.policy,

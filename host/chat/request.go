@@ -8,7 +8,9 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -50,8 +52,12 @@ type wireRequest struct {
 }
 
 // readRequest checks the content type and size and decodes the body
-// strictly: unknown fields and trailing data are errors.
-func readRequest(w http.ResponseWriter, r *http.Request, maxBody int64) (request, error) {
+// strictly: unknown fields and trailing data are errors. A message longer
+// than maxMessage bytes (what a completion request can carry, see
+// agent.MaxMessageBytes) is refused like a body over maxBody: the message's
+// bytes can outnumber the body's (each invalid UTF-8 byte becomes a
+// three-byte U+FFFD), so the body limit alone does not bound them.
+func readRequest(w http.ResponseWriter, r *http.Request, maxBody int64, maxMessage int) (request, error) {
 	ct := r.Header.Get("Content-Type")
 	mt, _, err := mime.ParseMediaType(ct)
 	if ct == "" || err != nil || mt != "application/json" {
@@ -67,16 +73,31 @@ func readRequest(w http.ResponseWriter, r *http.Request, maxBody int64) (request
 		}
 		return request{}, badRequest("request body could not be read")
 	}
-	return decodeRequest(body)
+	req, err := decodeRequest(body)
+	if err == nil && len(req.Message) > maxMessage {
+		return request{}, &requestError{Status: http.StatusRequestEntityTooLarge,
+			Msg: fmt.Sprintf("message is larger than %d bytes", maxMessage)}
+	}
+	return req, err
 }
 
-// decodeRequest validates a request body.
+// decodeRequest validates a request body. Its keys are checked first
+// (checkKeys), so that the decode, which matches keys case-insensitively and
+// lets a repeated key overwrite, only ever sees exact, unique ones.
 func decodeRequest(body []byte) (request, error) {
+	keysErr := checkKeys(body)
+	if keysErr != nil && !errors.Is(keysErr, errMalformed) {
+		return request{}, keysErr
+	}
 	var wr wireRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
 	if err := dec.Decode(&wr); err != nil {
 		return request{}, jsonError(err)
+	}
+	if keysErr != nil {
+		// The same bytes cannot scan as malformed and decode; should the two
+		// readers ever disagree, the body is refused all the same.
+		return request{}, badRequest("request body is not valid JSON")
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return request{}, badRequest("request body must be a single JSON object")
@@ -127,6 +148,7 @@ func pendingKey(raw json.RawMessage) (string, error) {
 	}
 	var key string
 	if err := json.Unmarshal(raw, &key); err != nil {
+		// The object's keys were checked with the body's (checkKeys).
 		var obj struct {
 			Key string `json:"key"`
 		}
@@ -157,8 +179,6 @@ func jsonError(err error) error {
 			return badRequest("request body must be a JSON object")
 		}
 		return badRequest("%s must be a %s", typ.Field, jsonKind(typ.Type.Kind().String()))
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return badRequest("%s", unknownField(strings.TrimPrefix(err.Error(), "json: unknown field ")))
 	default:
 		return badRequest("request body is not valid JSON")
 	}
@@ -173,13 +193,117 @@ func jsonKind(k string) string {
 	}
 }
 
-var fieldNamePattern = regexp.MustCompile(`^"[A-Za-z0-9_]{1,64}"$`)
+// The keys a body may have, spelled exactly: the JSON names of wireRequest's
+// fields, and in a pendingWake object those of the marker a wait turn
+// returns (pendingWire).
+var (
+	requestKeys = jsonNames[wireRequest]()
+	pendingKeys = jsonNames[pendingWire]()
+)
+
+func jsonNames[T any]() []string {
+	t := reflect.TypeFor[T]()
+	names := make([]string, t.NumField())
+	for i := range names {
+		names[i], _, _ = strings.Cut(t.Field(i).Tag.Get("json"), ",")
+	}
+	return names
+}
+
+// errMalformed is checkKeys' answer for a body that is not JSON: the decode
+// then names what is wrong with it, as it always has.
+var errMalformed = errors.New("malformed JSON")
+
+// checkKeys reads body's top-level object, and its pendingWake value when
+// that is an object, and checks every key: each must be one of the names
+// the object takes, spelled exactly (encoding/json would take "Message" or
+// "SESSIONID" for them), and appear once (encoding/json would silently
+// keep the last). encoding/json/v2 does both, but only under
+// GOEXPERIMENT=jsonv2 in Go 1.26. A value that is not an object, and
+// anything after the first value, is left to the decode.
+func checkKeys(body []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	return checkObject(dec, "", requestKeys, func(key string) error {
+		if key != "pendingWake" {
+			return skipValue(dec)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return errMalformed
+		}
+		if len(raw) == 0 || raw[0] != '{' {
+			return nil // a key string, null, or a wrong type that the decode names
+		}
+		inner := json.NewDecoder(bytes.NewReader(raw))
+		return checkObject(inner, "pendingWake.", pendingKeys, func(string) error { return skipValue(inner) })
+	})
+}
+
+// checkObject reads one object from dec, checking each key against names
+// and calling value to read the key's value. A value that is not an object
+// is left to the decode, which names its type.
+func checkObject(dec *json.Decoder, prefix string, names []string, value func(key string) error) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return errMalformed
+	}
+	if tok != json.Delim('{') {
+		return nil
+	}
+	seen := make(map[string]bool, len(names))
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return errMalformed
+		}
+		key, _ := tok.(string) // inside an object, Token returns keys as strings
+		switch {
+		case !slices.Contains(names, key):
+			return badRequest("%s", unknownField(prefix, key, names))
+		case seen[key]:
+			return badRequest("duplicate field %q", prefix+key)
+		}
+		seen[key] = true
+		if err := value(key); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return errMalformed
+	}
+	return nil
+}
+
+// skipValue reads the next value from dec; the decode checks it.
+func skipValue(dec *json.Decoder) error {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return errMalformed
+	}
+	return nil
+}
+
+var fieldNamePattern = regexp.MustCompile(`^[A-Za-z0-9_]{1,64}$`)
 
 // unknownField names an unknown field when its name is a plain identifier,
-// and only then: anything else is the client's text and is not echoed.
-func unknownField(quoted string) string {
-	if fieldNamePattern.MatchString(quoted) {
-		return "unknown field " + quoted
+// and only then: anything else is the client's text and is not echoed. A
+// name that differs from a field's only in case says which it is.
+func unknownField(prefix, key string, names []string) string {
+	if !fieldNamePattern.MatchString(key) {
+		return fmt.Sprintf("unknown field (the fields are %s)", prefixed(prefix, names))
 	}
-	return "unknown field (the fields are message, sessionId, wakeMode, pendingWake)"
+	for _, name := range names {
+		if strings.EqualFold(key, name) {
+			return fmt.Sprintf("unknown field %q (did you mean %q? field names are case-sensitive)", prefix+key, prefix+name)
+		}
+	}
+	return fmt.Sprintf("unknown field %q", prefix+key)
+}
+
+func prefixed(prefix string, names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return strings.Join(out, ", ")
 }

@@ -2,12 +2,14 @@ package chat_test
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/chat"
 )
 
@@ -62,6 +64,41 @@ func TestChatRequestRejected(t *testing.T) {
 			400, `{"error":"unknown field \"stream\""}` + "\n", ""},
 		{"a long unknown field is not echoed", http.MethodPost, jsonCT, `{"message":"hi","` + strings.Repeat("f", 100) + `":1}`,
 			400, `{"error":"unknown field (the fields are message, sessionId, wakeMode, pendingWake)"}` + "\n", ""},
+		// Field names are exact: encoding/json alone would take these, and a
+		// misspelt sessionID would silently start a new session.
+		{"sessionID", http.MethodPost, jsonCT, `{"message":"hi","sessionID":"s1"}`,
+			400, `{"error":"unknown field \"sessionID\" (did you mean \"sessionId\"? field names are case-sensitive)"}` + "\n", ""},
+		{"SESSIONID", http.MethodPost, jsonCT, `{"message":"hi","SESSIONID":"s1"}`,
+			400, `{"error":"unknown field \"SESSIONID\" (did you mean \"sessionId\"? field names are case-sensitive)"}` + "\n", ""},
+		{"Message", http.MethodPost, jsonCT, `{"Message":"hi"}`,
+			400, `{"error":"unknown field \"Message\" (did you mean \"message\"? field names are case-sensitive)"}` + "\n", ""},
+		{"Message beside message", http.MethodPost, jsonCT, `{"message":"hi","Message":"again"}`,
+			400, `{"error":"unknown field \"Message\" (did you mean \"message\"? field names are case-sensitive)"}` + "\n", ""},
+		{"wakemode", http.MethodPost, jsonCT, `{"message":"hi","wakemode":"wait"}`,
+			400, `{"error":"unknown field \"wakemode\" (did you mean \"wakeMode\"? field names are case-sensitive)"}` + "\n", ""},
+		// U+017F (long s) and U+212A (Kelvin) fold to s and k in encoding/json.
+		{"a Unicode fold of message", http.MethodPost, jsonCT, `{"meſſage":"hi"}`,
+			400, `{"error":"unknown field (the fields are message, sessionId, wakeMode, pendingWake)"}` + "\n", ""},
+		{"a Unicode fold of wakeMode", http.MethodPost, jsonCT, `{"message":"hi","wa\u212aeMode":"wait"}`,
+			400, `{"error":"unknown field (the fields are message, sessionId, wakeMode, pendingWake)"}` + "\n", ""},
+		{"message twice", http.MethodPost, jsonCT, `{"message":"hi","message":"again"}`,
+			400, `{"error":"duplicate field \"message\""}` + "\n", ""},
+		{"message twice, once escaped", http.MethodPost, jsonCT, `{"message":"hi","mess\u0061ge":"again"}`,
+			400, `{"error":"duplicate field \"message\""}` + "\n", ""},
+		{"sessionId twice", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","sessionId":"s2"}`,
+			400, `{"error":"duplicate field \"sessionId\""}` + "\n", ""},
+		{"wakeMode twice, once null", http.MethodPost, jsonCT, `{"message":"hi","wakeMode":"wait","wakeMode":null}`,
+			400, `{"error":"duplicate field \"wakeMode\""}` + "\n", ""},
+		{"pendingWake twice", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":"k1","pendingWake":"k2"}`,
+			400, `{"error":"duplicate field \"pendingWake\""}` + "\n", ""},
+		{"pendingWake object with Key", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":{"Key":"k1"}}`,
+			400, `{"error":"unknown field \"pendingWake.Key\" (did you mean \"pendingWake.key\"? field names are case-sensitive)"}` + "\n", ""},
+		{"pendingWake object with key twice", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":{"key":"k1","key":"k2"}}`,
+			400, `{"error":"duplicate field \"pendingWake.key\""}` + "\n", ""},
+		{"pendingWake object with an unknown field", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":{"key":"k1","extra":1}}`,
+			400, `{"error":"unknown field \"pendingWake.extra\""}` + "\n", ""},
+		{"pendingWake object with a long unknown field", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":{"key":"k1","a b":1}}`,
+			400, `{"error":"unknown field (the fields are pendingWake.key, pendingWake.pod, pendingWake.provider, pendingWake.wakeRequestedAt, pendingWake.state)"}` + "\n", ""},
 		{"message missing", http.MethodPost, jsonCT, `{"sessionId":"s1"}`,
 			400, `{"error":"message is required"}` + "\n", ""},
 		{"message null", http.MethodPost, jsonCT, `{"message":null}`,
@@ -174,6 +211,8 @@ func TestChatRequestAccepted(t *testing.T) {
 		{"null wakeMode and pendingWake are the legacy flow", "application/json",
 			`{"message":"hi","sessionId":"s3","wakeMode":null,"pendingWake":null}`, "s3"},
 		{"no sessionId gets a new one", "application/json", `{"message":"hi"}`, "tok-2"},
+		{"an escaped key is its name", "application/json", `{"mess\u0061ge":"hi","sessionId":"s4"}`, "s4"},
+		{"a repeated key inside a value is no duplicate", "application/json", `{"message":"{\"message\":1,\"message\":2}","sessionId":"s5"}`, "s5"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -279,5 +318,59 @@ func TestResponsesCarryNoURL(t *testing.T) {
 	}
 	if got := h.provA.calls(); got != 0 {
 		t.Errorf("%d completions, want 0", got)
+	}
+}
+
+// TestMessageOverTheRequestLimit: a body within max_body_bytes whose
+// message cannot fit in a completion request is a 413 naming the limit,
+// before any model is asked. Invalid UTF-8 makes the message three times
+// the body's bytes (each byte decodes to U+FFFD), so the body limit alone
+// would not keep it under the plugin boundary.
+func TestMessageOverTheRequestLimit(t *testing.T) {
+	h := newHarness(t)
+	h.gpu.set(readyPod(rfc3339(t0)))
+	const requestBytes = 32 << 10
+	ag := agent.New(agent.Config{
+		Chain: []agent.Provider{{Name: "a", Model: h.models["a"]}}, History: h.store,
+		SystemPrompt: systemPrompt, HistoryMessages: 20, HistoryBytes: 256 << 10, RequestBytes: requestBytes,
+	})
+	limit := ag.MaxMessageBytes()
+	srv := h.serve(t, []string{"a"}, func(c *chat.Config) { c.Agent = ag; c.MaxBody = int64(limit) })
+
+	invalid := `{"message":"` + strings.Repeat("\xff", limit/3+1) + `"}`
+	tests := []struct {
+		name       string
+		body       string
+		wantStatus int
+		wantBody   string
+	}{
+		{"a body of exactly the body limit", `{"message":"` + strings.Repeat("x", limit-len(`{"message":""}`)) + `"}`, 200, ""},
+		{"invalid UTF-8 that decodes to the limit or less", `{"message":"` + strings.Repeat("\xff", limit/3) + `"}`, 200, ""},
+		{"invalid UTF-8 that decodes past the limit", invalid, 413,
+			fmt.Sprintf(`{"error":"message is larger than %d bytes"}`, limit) + "\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if len(tt.body) > limit {
+				t.Fatalf("the body is %d bytes, over the body limit %d", len(tt.body), limit)
+			}
+			before := h.provA.calls()
+			res := srv.on(t).do(http.MethodPost, "/api/chat", "application/json", tt.body)
+			if res.Status != tt.wantStatus {
+				t.Errorf("status %d, want %d; body %.200s", res.Status, tt.wantStatus, res.Body)
+			}
+			if tt.wantBody != "" {
+				if diff := cmp.Diff(tt.wantBody, res.Body); diff != "" {
+					t.Errorf("body (-want +got):\n%s", diff)
+				}
+			}
+			wantCalls := 0
+			if tt.wantStatus == 200 {
+				wantCalls = 1
+			}
+			if got := h.provA.calls() - before; got != wantCalls {
+				t.Errorf("%d provider call(s), want %d", got, wantCalls)
+			}
+		})
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
+	"math"
 	"net/http"
 	"path"
 	"regexp"
+	"strings"
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/clock"
@@ -60,8 +62,9 @@ type OnceFunc = func(m agent.Model, ctx context.Context, msgs []pluginapi.Messag
 
 // Server serves wake-on-chat's HTTP API.
 type Server struct {
-	cfg   Config
-	slots slots // the single in-flight turn per session
+	cfg        Config
+	slots      slots // the single in-flight turn per session
+	maxMessage int   // the longest message a completion request can carry
 }
 
 // New returns a Server for cfg.
@@ -78,7 +81,11 @@ func New(cfg Config) *Server {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
 	}
-	return &Server{cfg: cfg}
+	s := &Server{cfg: cfg, maxMessage: math.MaxInt}
+	if cfg.Agent != nil {
+		s.maxMessage = cfg.Agent.MaxMessageBytes()
+	}
+	return s
 }
 
 // Handler returns the HTTP routes.
@@ -98,8 +105,9 @@ func (s *Server) Handler() http.Handler {
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// ServeMux answers an unclean path (/api//chat, /api/chat/../chat)
-		// with a redirect whose body is HTML; every answer here is JSON.
-		if p := r.URL.Path; p == "" || path.Clean(p) != p {
+		// with a redirect whose body is HTML, and a path that is not one
+		// (OPTIONS *) with a plain-text 400; every answer here is JSON.
+		if p := r.URL.Path; !strings.HasPrefix(p, "/") || path.Clean(p) != p {
 			writeError(w, http.StatusNotFound, noEndpoint(r))
 			return
 		}

@@ -331,6 +331,15 @@ func TestValidate(t *testing.T) {
 			change: func(c *Config) { c.Agent.HistoryMessages = -1 },
 			want:   []string{"agent.history_messages: must not be negative (0 sends no history)"},
 		},
+		{
+			name:   "no history bytes",
+			change: func(c *Config) { c.Agent.HistoryBytes = 0 },
+		},
+		{
+			name:   "negative history bytes",
+			change: func(c *Config) { c.Agent.HistoryBytes = -1 },
+			want:   []string{"agent.history_bytes: must not be negative (0 sends no history)"},
+		},
 
 		{
 			name:   "negative history bytes",
