@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -158,6 +159,12 @@ func (p *process) launchLocked(ctx context.Context) error {
 		SkipHostEnv:      true,
 		StartTimeout:     timeout,
 		Logger:           p.hlog,
+		// The plugin boundary's limit, on purpose and both ways (go-plugin
+		// would allow 2 GiB; the plugins' servers allow the same 32 MiB).
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(pluginapi.MaxMessageBytes),
+			grpc.MaxCallSendMsgSize(pluginapi.MaxMessageBytes),
+		)},
 		// Whatever the plugin prints after Serve (it should not) is kept
 		// as debug lines rather than discarded.
 		SyncStdout: &lineWriter{log: p.hlog, level: hclog.Debug, args: []any{"stream", "stdout"}},

@@ -26,22 +26,28 @@ func NewLogger() hclog.Logger {
 // plugin. logger is the plugin's logger (see NewLogger); nil means
 // NewLogger(). It must be the last thing main does.
 func ServeGPU(impl GPU, logger hclog.Logger) {
-	serve(KindGPU, &GPUPlugin{Impl: impl}, logger)
+	Serve(map[string]plugin.Plugin{KindGPU: &GPUPlugin{Impl: impl}}, logger)
 }
 
 // ServeProvider serves impl as a Provider plugin, like ServeGPU.
 func ServeProvider(impl Provider, logger hclog.Logger) {
-	serve(KindProvider, &ProviderPlugin{Impl: impl}, logger)
+	Serve(map[string]plugin.Plugin{KindProvider: &ProviderPlugin{Impl: impl}}, logger)
 }
 
-func serve(kind string, p plugin.Plugin, logger hclog.Logger) {
+// Serve serves plugins (entries of PluginMap with Impl set) the way every
+// wake-on-chat plugin is served, and returns when the host stops the
+// plugin: the Handshake, gRPC with messages of up to MaxMessageBytes
+// (GRPCServer).
+// ServeGPU and ServeProvider call it; a binary that serves both kinds
+// calls it directly. nil logger means NewLogger().
+func Serve(plugins map[string]plugin.Plugin, logger hclog.Logger) {
 	if logger == nil {
 		logger = NewLogger()
 	}
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: Handshake,
-		Plugins:         map[string]plugin.Plugin{kind: p},
-		GRPCServer:      plugin.DefaultGRPCServer,
+		Plugins:         plugins,
+		GRPCServer:      GRPCServer,
 		Logger:          logger,
 	})
 }
