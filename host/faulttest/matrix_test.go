@@ -268,6 +268,17 @@ var matrix = []row{
 		gets:        1, completions: 1,
 	},
 	{
+		// systemd's default stop signals every process of the unit, the
+		// plugins too, while a turn is in flight: a plugin ignores SIGTERM
+		// while its host lives, and the turn gets its answer.
+		name: "plugin/SIGTERM reaches both plugins mid-turn", history: true,
+		inject:     func(e *env) { e.model.on(routeComplete, sigtermPlugins(e, answer())) },
+		wantStatus: http.StatusOK, wantReply: echo(faultMessage),
+		absent: []string{linePluginCrash, lineTurnFailed},
+		gets:   0, completions: 1, stored: true,
+		then: pluginsSurvived,
+	},
+	{
 		name: "plugin/binary fails the handshake", gpuPlugin: badHandshake,
 		startErr: []string{"conductor.plugin", filepath.Join(binDirMark, badHandshake), "failed the go-plugin handshake"},
 	},

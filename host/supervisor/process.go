@@ -149,7 +149,7 @@ func (p *process) launchLocked(ctx context.Context) error {
 	}
 	cmd := exec.Command(p.spec.Path)
 	cmd.Env = append([]string{}, p.spec.Env...)
-	setPdeathsig(cmd)
+	setProcAttr(cmd)
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
 		Plugins:          pluginapi.PluginMap,

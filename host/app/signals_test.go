@@ -1,0 +1,75 @@
+package app_test
+
+import (
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"net/http"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// replyJSON is the exact body of a 200 from /api/chat.
+func replyJSON(session, reply string) string {
+	return `{"reply":"` + reply + `","sessionId":"` + session + `"}` + "\n"
+}
+
+// awaitAnswer waits for a background turn's answer.
+func awaitAnswer(t *testing.T, h *wakehost, answer <-chan e2e.Response) e2e.Response {
+	t.Helper()
+	select {
+	case got := <-answer:
+		return got
+	case <-time.After(waitFor):
+		t.Fatalf("the turn did not answer within %v\nthe log:\n%s", waitFor, h.log)
+		return e2e.Response{}
+	}
+}
+
+// TestSIGTERMToTheProcessGroup: systemd's default stop, like kill -TERM
+// -PGID, signals every process of the host's group. A slow turn in flight
+// still finishes with its answer, and the host exits 0 and stops its
+// plugins: they are in groups of their own and outlive the signal.
+func TestSIGTERMToTheProcessGroup(t *testing.T) {
+	m := newSlowModel(t)
+	h := startWakehost(t, m)
+	conductor, provider := h.plugins(t)
+
+	answer := h.chat("sigterm", "slow question")
+	m.awaitCompletion(t)
+	h.signalGroup(t, syscall.SIGTERM)
+	h.awaitClosed(t) // the host is shutting down, the turn still in flight
+	close(m.release)
+
+	got := awaitAnswer(t, h, answer)
+	if want := replyJSON("sigterm", "echo: slow question"); got.Status != http.StatusOK || got.Body != want {
+		t.Errorf("the turn in flight: %d %q, want 200 %q", got.Status, got.Body, want)
+	}
+	if code := h.awaitExit(t, waitFor); code != 0 {
+		t.Errorf("wakehost exit status %d, want 0\nthe log:\n%s", code, h.log)
+	}
+	e2e.WaitGone(t, waitFor, conductor, provider)
+	for _, msg := range []string{"turn failed", "turn cut by shutdown", "plugin crashed; it is relaunched on the next call"} {
+		if lines := h.log.Matching(t, msg); len(lines) > 0 {
+			t.Errorf("a log line %q: %s", msg, lines[0].Raw)
+		}
+	}
+	if len(h.log.Matching(t, "shutting down")) != 1 {
+		t.Errorf("no \"shutting down\" line\nthe log:\n%s", h.log)
+	}
+}
+
+// TestHostKilledTakesItsPlugins: a host killed outright (SIGKILL, no
+// shutdown) leaves no plugin behind, although each plugin has a process
+// group of its own: Pdeathsig is the process's, not the group's.
+func TestHostKilledTakesItsPlugins(t *testing.T) {
+	m := newSlowModel(t)
+	h := startWakehost(t, m)
+	conductor, provider := h.plugins(t)
+	if err := h.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if code := h.awaitExit(t, waitFor); code != -1 {
+		t.Errorf("wakehost exit status %d, want -1 (killed)", code)
+	}
+	e2e.WaitGone(t, waitFor, conductor, provider)
+}

@@ -1,0 +1,59 @@
+package faulttest
+
+import (
+	"net/http"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+)
+
+// The plugin faults that reach the plugin processes themselves: a signal,
+// a kill. The host runs in the test's process, so its plugins are the
+// test's children.
+
+// pluginPIDs are the running plugin processes of the row's host.
+func pluginPIDs(e *env) []int {
+	var pids []int
+	for pid, exe := range e2e.Children(os.Getpid()) {
+		if exe == e.gpuPlugin || exe == e.providerPlugin {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// sigtermPlugins sends SIGTERM to every plugin of the row's host, as
+// systemd's default stop does to every process of the unit, and answers
+// with h once each signal was delivered: a plugin that dies of it has died
+// by then.
+func sigtermPlugins(e *env, h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
+		pids := pluginPIDs(e)
+		if len(pids) != 2 {
+			e.model.t.Errorf("%d plugin processes %v, want 2", len(pids), pids)
+		}
+		for _, pid := range pids {
+			if err := e2e.SignalDelivered(pid, syscall.SIGTERM, waitFor); err != nil {
+				e.model.t.Error(err)
+			}
+		}
+		h(w, r, done)
+	}
+}
+
+// pluginsSurvived: after the signals, both plugins still run, the same
+// processes, and the host is ready.
+func pluginsSurvived(t *testing.T, e *env, h *host) *host {
+	t.Helper()
+	e2e.RequireProc(t)
+	if pids := pluginPIDs(e); len(pids) != 2 {
+		t.Errorf("%d plugin processes after the SIGTERMs, want the same 2", len(pids))
+	}
+	got, err := h.Send(http.MethodGet, "/readyz", nil, waitFor)
+	if err != nil || got.Status != http.StatusOK {
+		t.Errorf("GET /readyz after the SIGTERMs: %d %q %v, want 200", got.Status, got.Body, err)
+	}
+	return h
+}
