@@ -48,7 +48,7 @@ func TestSIGTERMToTheProcessGroup(t *testing.T) {
 		t.Errorf("wakehost exit status %d, want 0\nthe log:\n%s", code, h.log)
 	}
 	e2e.WaitGone(t, waitFor, conductor, provider)
-	for _, msg := range []string{"turn failed", "turn cut by shutdown", "plugin crashed; it is relaunched on the next call"} {
+	for _, msg := range []string{"turn failed", "turn cut by shutdown", "plugin crashed during a call", "plugin not running; relaunching"} {
 		if lines := h.log.Matching(t, msg); len(lines) > 0 {
 			t.Errorf("a log line %q: %s", msg, lines[0].Raw)
 		}

@@ -21,18 +21,21 @@ const (
 
 // The operator lines (README, "Operator log lines").
 const (
-	lineTurnFailed   = "turn failed"
-	lineNotReady     = "provider not ready for pod qwen"
-	lineWakeFired    = "wake requested for pod"
-	lineWakeRefused  = "wake refused for pod"
-	lineWakeFailed   = "wake failed for pod"
-	lineInFlight     = "wake requested for pod qwen: in flight (client timed out after 0.3 s; the conductor continues)"
-	linePluginCrash  = "plugin crashed; it is relaunched on the next call"
-	lineWakeResumed  = "wake watch resumed for pod qwen: wake requested at 12:26 UTC"
-	lineLoadingWait  = "provider not ready for pod qwen (status RUNNING, model loading) → wait"
-	lineExitedWake   = "provider not ready for pod qwen (status EXITED) → wake"
-	lineExitedWait   = "provider not ready for pod qwen (status EXITED) → wait"
-	lineUnreadableOK = "provider not ready for pod qwen (status UNKNOWN) → wait"
+	lineTurnFailed  = "turn failed"
+	lineNotReady    = "provider not ready for pod qwen"
+	lineWakeFired   = "wake requested for pod"
+	lineWakeRefused = "wake refused for pod"
+	lineWakeFailed  = "wake failed for pod"
+	lineInFlight    = "wake requested for pod qwen: in flight (client timed out after 0.3 s; the conductor continues)"
+	linePluginCrash = "plugin crashed during a call"
+	// The supervisor's lines about a plugin that exited and its relaunch.
+	linePluginExited     = "plugin not running; relaunching"
+	linePluginRelaunched = "plugin relaunched"
+	lineWakeResumed      = "wake watch resumed for pod qwen: wake requested at 12:26 UTC"
+	lineLoadingWait      = "provider not ready for pod qwen (status RUNNING, model loading) → wait"
+	lineExitedWake       = "provider not ready for pod qwen (status EXITED) → wake"
+	lineExitedWait       = "provider not ready for pod qwen (status EXITED) → wait"
+	lineUnreadableOK     = "provider not ready for pod qwen (status UNKNOWN) → wait"
 	// lineTokenRejected is the conductor plugin's own warning, forwarded.
 	lineTokenRejected = "start refused: the conductor rejected RIG_WAKE_TOKEN"
 )
@@ -277,6 +280,18 @@ var matrix = []row{
 		absent: []string{linePluginCrash, lineTurnFailed},
 		gets:   0, completions: 1, stored: true,
 		then: pluginsSurvived,
+	},
+	{
+		// The conductor plugin dies with no call in flight. The host notices
+		// the exit itself and relaunches the plugin; /readyz follows it
+		// without any chat traffic (see killIdleGPUPlugin). The fault turn
+		// runs before the kill, as a plain turn.
+		name: "plugin/conductor plugin killed while idle", history: true,
+		inject:     func(*env) {},
+		wantStatus: http.StatusOK, wantReply: echo(faultMessage),
+		absent: []string{linePluginCrash, lineTurnFailed},
+		gets:   0, completions: 1, stored: true,
+		then: killIdleGPUPlugin,
 	},
 	{
 		name: "plugin/binary fails the handshake", gpuPlugin: badHandshake,

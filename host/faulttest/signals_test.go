@@ -5,6 +5,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
@@ -54,6 +55,54 @@ func pluginsSurvived(t *testing.T, e *env, h *host) *host {
 	got, err := h.Send(http.MethodGet, "/readyz", nil, waitFor)
 	if err != nil || got.Status != http.StatusOK {
 		t.Errorf("GET /readyz after the SIGTERMs: %d %q %v, want 200", got.Status, got.Body, err)
+	}
+	return h
+}
+
+// readyzFollows is how soon /readyz must follow a plugin's health.
+const readyzFollows = time.Second
+
+// awaitReadyz polls GET /readyz (the plugin is another process) until it
+// answers status with body, and fails the row after readyzFollows.
+func awaitReadyz(t *testing.T, h *host, status int, body string) {
+	t.Helper()
+	deadline := time.Now().Add(readyzFollows)
+	for {
+		got, err := h.Send(http.MethodGet, "/readyz", nil, waitFor)
+		if err == nil && got.Status == status && got.Body == body {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /readyz: %d %q %v after %v, want %d %q", got.Status, got.Body, err, readyzFollows, status, body)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// killIdleGPUPlugin kills the conductor plugin while no call is in flight:
+// /readyz goes 503 and back to 200 with no chat traffic, the relaunch is
+// logged, and the new process answers a pod lookup.
+func killIdleGPUPlugin(t *testing.T, e *env, h *host) *host {
+	t.Helper()
+	e2e.RequireProc(t)
+	first := e2e.ChildNamed(t, os.Getpid(), e.gpuPlugin)
+	completions := e.model.count(routeComplete)
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	awaitReadyz(t, h, http.StatusServiceUnavailable, `{"reason":"conductor plugin not running","status":"not ready"}`+"\n")
+	awaitReadyz(t, h, http.StatusOK, `{"status":"ready"}`+"\n")
+	checkLine(t, e, wantLine{level: "WARN", msg: linePluginExited})
+	checkLine(t, e, wantLine{level: "INFO", msg: linePluginRelaunched})
+	if n := e.model.count(routeComplete) - completions; n != 0 {
+		t.Errorf("%d completions while the plugin was relaunched, want none", n)
+	}
+	if second := e2e.ChildNamed(t, os.Getpid(), e.gpuPlugin); second == first {
+		t.Errorf("the conductor plugin is still process %d", first)
+	}
+	got, err := h.Send(http.MethodGet, "/api/pods/qwen", nil, waitFor)
+	if err != nil || got.Status != http.StatusOK {
+		t.Errorf("GET /api/pods/qwen after the relaunch: %d %q %v, want 200", got.Status, got.Body, err)
 	}
 	return h
 }

@@ -38,7 +38,8 @@ func NewProvider(spec Spec) *Provider {
 // "message over the plugin boundary's 32 MiB limit" when the request or
 // the answer is larger than pluginapi.MaxMessageBytes,
 // "provider plugin unavailable" when it could not be launched, "provider
-// plugin closed" after Close, "provider plugin failed" when the plugin
+// plugin closed" after Close or when Close cut the call, "provider plugin
+// failed" when the plugin
 // broke its contract.
 func (pr *Provider) Complete(ctx context.Context, endpoint string, req pluginapi.CompletionRequest) (string, error) {
 	impl, gen, err := pr.p.get(ctx)
@@ -61,6 +62,9 @@ func (pr *Provider) Complete(ctx context.Context, endpoint string, req pluginapi
 		out := *ce
 		out.Message = pr.p.scrub(ce.Message)
 		return "", &out
+	case pr.p.isClosed():
+		// Close cut the call (the host is shutting down).
+		return "", &pluginapi.CompletionError{Message: "provider plugin closed"}
 	case pr.p.isCrash(ctx, gen, err):
 		pr.p.crashed(gen, err)
 		return "", &pluginapi.CompletionError{Message: "provider plugin crashed"}
