@@ -73,3 +73,71 @@ func TestHostKilledTakesItsPlugins(t *testing.T) {
 	}
 	e2e.WaitGone(t, waitFor, conductor, provider)
 }
+
+// TestShutdownGraceRanOut: a turn still running when the grace runs out is
+// cut and says so: the client gets a 503 naming the shutdown, the log says
+// "turn cut by shutdown" (not "turn failed", not a plugin crash) after a
+// WARN naming how many turns were cut, and the host exits 0.
+func TestShutdownGraceRanOut(t *testing.T) {
+	m := newSlowModel(t)
+	h := startWakehost(t, m, "-shutdown-grace", "300ms")
+	conductor, provider := h.plugins(t)
+
+	answer := h.chat("cut", "never answered")
+	m.awaitCompletion(t)
+	if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	got := awaitAnswer(t, h, answer)
+	if want := `{"error":"the host shut down before this turn finished"}` + "\n"; got.Status != http.StatusServiceUnavailable || got.Body != want {
+		t.Errorf("the cut turn: %d %q, want 503 %q", got.Status, got.Body, want)
+	}
+	if code := h.awaitExit(t, waitFor); code != 0 {
+		t.Errorf("wakehost exit status %d, want 0\nthe log:\n%s", code, h.log)
+	}
+	e2e.WaitGone(t, waitFor, conductor, provider)
+
+	ranOut := h.log.Matching(t, "shutdown grace ran out")
+	if len(ranOut) != 1 || ranOut[0].Level != "WARN" || ranOut[0].Attrs["turns_cut"] != float64(1) {
+		t.Errorf("\"shutdown grace ran out\" lines %+v, want one WARN with turns_cut 1", ranOut)
+	}
+	cut := h.log.Matching(t, "turn cut by shutdown")
+	if len(cut) != 1 || cut[0].Level != "WARN" || cut[0].Attrs["session"] != "cut" {
+		t.Errorf("\"turn cut by shutdown\" lines %+v, want one WARN for session cut", cut)
+	}
+	for _, msg := range []string{"turn failed", "plugin crashed during a call", "provider plugin failed"} {
+		if lines := h.log.Matching(t, msg); len(lines) > 0 {
+			t.Errorf("a log line %q: %s", msg, lines[0].Raw)
+		}
+	}
+}
+
+// TestShutdownGraceDefault: without -shutdown-grace, the grace covers a
+// turn whose completion takes the whole completion_timeout (120s by
+// default) with its two pod lookups (lookup_timeout 1s here, each capped
+// 1s later) and 5s more; the flag overrides it.
+func TestShutdownGraceDefault(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want time.Duration
+	}{
+		{"default", nil, 120*time.Second + 2*2*time.Second + 5*time.Second},
+		{"-shutdown-grace 7s", []string{"-shutdown-grace", "7s"}, 7 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startWakehost(t, newSlowModel(t), tt.args...)
+			if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if code := h.awaitExit(t, waitFor); code != 0 {
+				t.Errorf("wakehost exit status %d, want 0", code)
+			}
+			lines := h.log.Matching(t, "shutting down")
+			if len(lines) != 1 || lines[0].Attrs["grace"] != float64(tt.want) {
+				t.Errorf("\"shutting down\" lines %+v, want one with grace %v", lines, tt.want)
+			}
+		})
+	}
+}

@@ -99,7 +99,7 @@ func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) {
 	}
 	rec, err := s.cfg.Wake.Record(nr.Pod)
 	if err != nil {
-		s.failed(w, req.SessionID, err)
+		s.failed(w, ctx, req.SessionID, err)
 		return
 	}
 	p := store.Pending{
@@ -107,7 +107,7 @@ func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) {
 		WakeRequestedAt: rec.WakeRequestedAt, State: string(d.To), CreatedAt: s.cfg.Clock.Now(),
 	}
 	if err := s.cfg.Pending.PutPending(req.SessionID, p); err != nil {
-		s.failed(w, req.SessionID, err)
+		s.failed(w, ctx, req.SessionID, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID, PendingWake: wirePending(p)})
@@ -124,12 +124,12 @@ func (s *Server) settle(w http.ResponseWriter, ctx context.Context, req request,
 	}
 	nr, ok := wakeable(err)
 	if !ok {
-		s.failed(w, session, err)
+		s.failed(w, ctx, session, err)
 		return nil, machines.Decision{}, true
 	}
 	d, err := s.notReady(ctx, nr)
 	if err != nil {
-		s.failed(w, session, err)
+		s.failed(w, ctx, session, err)
 		return nil, machines.Decision{}, true
 	}
 	return nr, d, false
@@ -141,7 +141,7 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 	p, ok, err := s.cfg.Pending.Pending(req.SessionID)
 	switch {
 	case err != nil:
-		s.failed(w, req.SessionID, err)
+		s.failed(w, ctx, req.SessionID, err)
 		return
 	case !ok:
 		writeError(w, http.StatusConflict, "no pending wake for this session")
@@ -181,7 +181,7 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 		// the prompt provably never reached a model: keep the marker, so the
 		// client can resume once the pod is back, and wake nothing.
 		if perr := s.cfg.Pending.PutPending(req.SessionID, p); perr != nil {
-			s.failed(w, req.SessionID, perr)
+			s.failed(w, ctx, req.SessionID, perr)
 			return
 		}
 		rec, view, fresh := s.readiness(ctx, p.Pod)
@@ -195,7 +195,7 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 		writeJSON(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
 		return
 	}
-	s.failed(w, req.SessionID, err)
+	s.failed(w, ctx, req.SessionID, err)
 }
 
 // readiness asks the conductor about pod now and reports whether it is
@@ -257,8 +257,15 @@ func wakeable(err error) (*resolve.NotReadyError, bool) {
 	return nr, true
 }
 
-// failed answers the generic 502 and logs the error, once, here.
-func (s *Server) failed(w http.ResponseWriter, session string, err error) {
+// failed answers the generic 502 and logs the error, once, here. A turn
+// the host's shutdown cut (its context ended with ErrShutdown) is no
+// provider failure: it answers 503 and is logged as cut.
+func (s *Server) failed(w http.ResponseWriter, ctx context.Context, session string, err error) {
+	if errors.Is(context.Cause(ctx), ErrShutdown) {
+		s.cfg.Logger.Warn("turn cut by shutdown", "session", session, "err", logErr{err})
+		writeError(w, http.StatusServiceUnavailable, "the host shut down before this turn finished")
+		return
+	}
 	s.cfg.Logger.Error("turn failed", "session", session, "err", logErr{err})
 	writeProviderFailed(w)
 }

@@ -1,7 +1,7 @@
 // Command wakehost serves wake-on-chat: POST /api/chat in front of a
 // self-hosted model on a GPU pod that sleeps when idle.
 //
-//	wakehost [-config wake.toml] [-listen ADDR] [-simulate [-scale 27]] [-log-format text|json]
+//	wakehost [-config wake.toml] [-listen ADDR] [-simulate [-scale 27]] [-log-format text|json] [-shutdown-grace D]
 package main
 
 import (
@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
 )
@@ -30,10 +29,13 @@ func run() error {
 	simulate := flag.Bool("simulate", false, "run against the built-in simulator of a conductor and a model")
 	scale := flag.Float64("scale", 27, "with -simulate: how much faster than real time the host and simulator run (27 makes a 9-minute wake take 20 s)")
 	logFormat := flag.String("log-format", "text", "log format: text or json")
-	grace := flag.Duration("shutdown-grace", 30*time.Second, "how long in-flight turns may take to finish on SIGINT/SIGTERM")
+	grace := flag.Duration("shutdown-grace", 0, "how long in-flight turns may take to finish on SIGINT/SIGTERM (0: completion_timeout + 2 × (lookup_timeout + 1s) + 5s, 133s with the defaults)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", flag.Args())
+	}
+	if *grace < 0 {
+		return fmt.Errorf("-shutdown-grace must not be negative, not %v", *grace)
 	}
 
 	var h slog.Handler
@@ -55,6 +57,9 @@ func run() error {
 	})
 	if err != nil {
 		return err
+	}
+	if *grace == 0 {
+		*grace = a.ShutdownGrace()
 	}
 	served := make(chan error, 1)
 	go func() { served <- a.Serve() }()
