@@ -8,12 +8,15 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
+	"github.com/wakeonchat/wakeonchat/host/clock"
 )
 
 func main() {
@@ -38,22 +41,24 @@ func run() error {
 		return fmt.Errorf("-shutdown-grace must not be negative, not %v", *grace)
 	}
 
-	var h slog.Handler
-	switch *logFormat {
-	case "text":
-		h = slog.NewTextHandler(os.Stderr, nil)
-	case "json":
-		h = slog.NewJSONHandler(os.Stderr, nil)
-	default:
-		return fmt.Errorf("-log-format must be text or json, not %q", *logFormat)
+	// Under -simulate the host and the simulator share one scaled clock,
+	// and every log record carries its time as sim_time.
+	var clk clock.Clock
+	var simNow func() time.Time
+	if *simulate {
+		clk = clock.Scaled(*scale)
+		simNow = clk.Now
 	}
-	log := slog.New(h)
+	log, err := newLogger(os.Stderr, *logFormat, simNow)
+	if err != nil {
+		return err
+	}
 	slog.SetDefault(log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	a, err := app.New(ctx, app.Options{
-		ConfigPath: *configPath, Listen: *listen, Simulate: *simulate, Scale: *scale, Logger: log,
+		ConfigPath: *configPath, Listen: *listen, Simulate: *simulate, Scale: *scale, Logger: log, Clock: clk,
 	})
 	if err != nil {
 		return err
@@ -74,4 +79,22 @@ func run() error {
 		err = serr
 	}
 	return err
+}
+
+// newLogger is wakehost's logger: text or JSON lines on w; with simNow (the
+// simulated clock, under -simulate), each record also carries sim_time.
+func newLogger(w io.Writer, format string, simNow func() time.Time) (*slog.Logger, error) {
+	var h slog.Handler
+	switch format {
+	case "text":
+		h = slog.NewTextHandler(w, nil)
+	case "json":
+		h = slog.NewJSONHandler(w, nil)
+	default:
+		return nil, fmt.Errorf("-log-format must be text or json, not %q", format)
+	}
+	if simNow != nil {
+		h = newSimTimeHandler(h, simNow)
+	}
+	return slog.New(h), nil
 }
