@@ -118,8 +118,12 @@ func TestLifeOfAPod(t *testing.T) {
 		ev   Event
 		want engine.State
 	}
-	down := func(d time.Duration) Event { return Event{Trigger: PodDown, At: at(d), Status: "EXITED", Lookup: LookupFound} }
-	up := func(d time.Duration) Event { return Event{Trigger: PodUp, At: at(d), Status: "RUNNING", Lookup: LookupFound} }
+	down := func(d time.Duration) Event {
+		return Event{Trigger: PodDown, At: at(d), Status: "EXITED", Lookup: LookupFound}
+	}
+	up := func(d time.Duration) Event {
+		return Event{Trigger: PodUp, At: at(d), Status: "RUNNING", Lookup: LookupFound}
+	}
 	readySince := func(d, since time.Duration) Event {
 		return Event{Trigger: ReadySinceSeen, At: at(d), Status: "RUNNING", ReadySince: at(since)}
 	}

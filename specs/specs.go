@@ -160,12 +160,12 @@ type Step struct {
 	Wake time.Time `toml:"wake"`
 
 	// What must come out.
-	Action string `toml:"action"` // wake, wait, or "" for outcome events
-	Reply  string `toml:"reply"`  // the reply key, "" when none
-	Text   string `toml:"text"`   // the reply with default wording
-	State  string `toml:"state"`  // the state after the step
-	Stuck   bool  `toml:"stuck"`   // the decision is logged STUCK
-	Crashed bool  `toml:"crashed"` // the decision is logged CRASHED
+	Action  string `toml:"action"`  // wake, wait, or "" for outcome events
+	Reply   string `toml:"reply"`   // the reply key, "" when none
+	Text    string `toml:"text"`    // the reply with default wording
+	State   string `toml:"state"`   // the state after the step
+	Stuck   bool   `toml:"stuck"`   // the decision is logged STUCK
+	Crashed bool   `toml:"crashed"` // the decision is logged CRASHED
 }
 
 // Scenarios parses every embedded scenario, in file-name order.

@@ -63,6 +63,7 @@ type App struct {
 	coord   *wake.Coordinator
 	server  *chat.Server
 	http    *http.Server
+	reqs    *requests
 	ln      net.Listener
 	sim     *sim.Sim
 	tempDir string
@@ -93,7 +94,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		if err != nil {
 			// Whatever was started is stopped again: plugin processes, the
 			// store, the simulator and its temporary data dir.
-			built.close(context.Background())
+			built.close(context.Background(), false)
 			a = nil
 		}
 	}()
@@ -166,9 +167,10 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		Agent: agent.New(agent.Config{
 			Chain: chain, Others: others, History: a.store,
 			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages, HistoryBytes: cfg.Agent.HistoryBytes,
+			RequestBytes: pluginapi.MaxMessageBytes,
 		}),
 		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Clock: a.clock, Logger: a.log,
-		MaxBody: cfg.Server.MaxBodyBytes,
+		MaxBody:  cfg.Server.MaxBodyBytes,
 		Once:     pinned((*resolve.Model).CompleteOnce),
 		NoResend: pinned((*resolve.Model).CompleteNoResend),
 		Ready:    a.ready,
@@ -179,8 +181,10 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	a.ln = chat.Listener(ln, 0) // net/http's own refusals answer JSON too
 	grace := cfg.Timings.CompletionTimeout.Duration + 30*time.Second
+	a.reqs = newRequests()
 	a.http = &http.Server{
-		Handler:           a.server.Handler(),
+		Handler:           a.reqs.wrap(a.server.Handler()),
+		BaseContext:       func(net.Listener) context.Context { return a.reqs.base() },
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      grace, // a completion may take completion_timeout
@@ -209,24 +213,42 @@ func (a *App) Serve() error {
 }
 
 // Shutdown stops accepting, lets in-flight turns finish until ctx ends, then
-// stops the watches, the plugins, the store and the simulator.
+// stops the watches, the plugins, the store and the simulator. When ctx
+// ends first (the grace ran out), it logs "shutdown grace ran out" with the
+// number of turns in flight, cuts them (each answers 503 and logs "turn cut
+// by shutdown"), abandons the wake starts still running, and stops the
+// rest: that is a clean shutdown, not an error.
 func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
+	graceRanOut := false
 	if a.http != nil {
 		if err := a.http.Shutdown(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("http: %w", err))
+			graceRanOut = ctx.Err() != nil
+			if !graceRanOut {
+				errs = append(errs, fmt.Errorf("http: %w", err))
+			}
 		}
 	}
-	if err := a.close(ctx); err != nil {
+	if graceRanOut {
+		a.log.Warn("shutdown grace ran out", "turns_cut", a.reqs.turnsInFlight())
+		cctx, cancel := context.WithTimeout(context.Background(), cutWait)
+		a.reqs.cutAll(cctx)
+		cancel()
+		a.http.Close()
+	}
+	if err := a.close(ctx, graceRanOut); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-func (a *App) close(ctx context.Context) error {
+// close stops everything but the HTTP server. With graceRanOut, the wake
+// starts still running are abandoned without an error (Shutdown logged that
+// the grace ran out).
+func (a *App) close(ctx context.Context, graceRanOut bool) error {
 	var errs []error
 	if a.coord != nil {
-		if err := a.coord.Close(ctx); err != nil {
+		if err := a.coord.Close(ctx); err != nil && !(graceRanOut && ctx.Err() != nil) {
 			errs = append(errs, fmt.Errorf("watches: %w", err))
 		}
 	}

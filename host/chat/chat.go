@@ -98,7 +98,7 @@ func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) {
 	}
 	rec, err := s.cfg.Wake.Record(nr.Pod)
 	if err != nil {
-		s.failed(w, req.SessionID, err)
+		s.failed(w, ctx, req.SessionID, err)
 		return
 	}
 	p := store.Pending{
@@ -106,7 +106,7 @@ func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) {
 		WakeRequestedAt: rec.WakeRequestedAt, State: string(d.To), CreatedAt: s.cfg.Clock.Now(),
 	}
 	if err := s.cfg.Pending.PutPending(req.SessionID, p); err != nil {
-		s.failed(w, req.SessionID, err)
+		s.failed(w, ctx, req.SessionID, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID, PendingWake: wirePending(p)})
@@ -123,12 +123,12 @@ func (s *Server) settle(w http.ResponseWriter, ctx context.Context, req request,
 	}
 	nr, ok := s.wakeable(err)
 	if !ok {
-		s.failed(w, session, err)
+		s.failed(w, ctx, session, err)
 		return nil, machines.Decision{}, true
 	}
 	d, err := s.notReady(ctx, nr)
 	if err != nil {
-		s.failed(w, session, err)
+		s.failed(w, ctx, session, err)
 		return nil, machines.Decision{}, true
 	}
 	return nr, d, false
@@ -140,7 +140,7 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 	p, ok, err := s.cfg.Pending.Pending(req.SessionID)
 	switch {
 	case err != nil:
-		s.failed(w, req.SessionID, err)
+		s.failed(w, ctx, req.SessionID, err)
 		return
 	case !ok:
 		writeError(w, http.StatusConflict, "no pending wake for this session")
@@ -180,7 +180,7 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 		// the prompt provably never reached a model: keep the marker, so the
 		// client can resume once the pod is back, and wake nothing.
 		if perr := s.cfg.Pending.PutPending(req.SessionID, p); perr != nil {
-			s.failed(w, req.SessionID, perr)
+			s.failed(w, ctx, req.SessionID, perr)
 			return
 		}
 		var text string
@@ -189,7 +189,7 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 			// never wakes): loading, stuck or crashed.
 			d, err := s.notReady(ctx, nr)
 			if err != nil {
-				s.failed(w, req.SessionID, err)
+				s.failed(w, ctx, req.SessionID, err)
 				return
 			}
 			text = d.Text
@@ -201,7 +201,7 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 		writeJSON(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
 		return
 	}
-	s.failed(w, req.SessionID, err)
+	s.failed(w, ctx, req.SessionID, err)
 }
 
 // readiness asks the conductor about pod now (the answer reaches the
@@ -259,8 +259,15 @@ func (s *Server) wakeable(err error) (*resolve.NotReadyError, bool) {
 	return nr, true
 }
 
-// failed answers the generic 502 and logs the error, once, here.
-func (s *Server) failed(w http.ResponseWriter, session string, err error) {
+// failed answers the generic 502 and logs the error, once, here. A turn
+// the host's shutdown cut (its context ended with ErrShutdown) is no
+// provider failure: it answers 503 and is logged as cut.
+func (s *Server) failed(w http.ResponseWriter, ctx context.Context, session string, err error) {
+	if errors.Is(context.Cause(ctx), ErrShutdown) {
+		s.cfg.Logger.Warn("turn cut by shutdown", "session", session, "err", logErr{err})
+		writeError(w, http.StatusServiceUnavailable, "the host shut down before this turn finished")
+		return
+	}
 	s.cfg.Logger.Error("turn failed", "session", session, "err", logErr{err})
 	writeProviderFailed(w)
 }

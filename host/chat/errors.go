@@ -2,9 +2,16 @@ package chat
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 )
+
+// ErrShutdown is the cause with which the host cancels the context of the
+// requests still in flight when its shutdown grace ran out (see
+// context.WithCancelCause): a turn it cuts answers 503 and is logged "turn
+// cut by shutdown", not "turn failed".
+var ErrShutdown = errors.New("the host is shutting down")
 
 // providerFailed is the body of every 502, byte for byte what clients know (D5).
 const providerFailed = `{"error":"the agent provider failed"}`

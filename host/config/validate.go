@@ -11,12 +11,13 @@ import (
 	"strings"
 
 	"github.com/wakeonchat/wakeonchat/machines"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
 const (
-	// maxPluginMessageBytes mirrors pluginapi.MaxMessageBytes, the largest
-	// gRPC message the plugin boundary carries.
-	maxPluginMessageBytes = 32 << 20
+	// maxPluginMessageBytes is the largest gRPC message the plugin boundary
+	// carries.
+	maxPluginMessageBytes = pluginapi.MaxMessageBytes
 	// requestOverhead is room, in a completion request, for what is not
 	// the message, the history or the system prompt.
 	requestOverhead = 64 << 10

@@ -16,7 +16,9 @@
 //     provider plugin that crashes during Complete (testdata/faultplugin, the
 //     real clients with a transport that obeys an X-Fault header the test
 //     server sends), a binary that fails the go-plugin handshake
-//     (testdata/badhandshake) and a missing binary;
+//     (testdata/badhandshake) and a missing binary, SIGTERM reaching both
+//     plugins mid-turn (as systemd's stop does), and the conductor plugin
+//     killed while idle (/readyz must follow it without traffic);
 //   - the host itself, stopped mid-wake and started again on the same data
 //     directory, and a store (wake.db) truncated mid-file.
 //

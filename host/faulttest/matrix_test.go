@@ -31,20 +31,23 @@ const (
 
 // The operator lines (README, "Operator log lines").
 const (
-	lineTurnFailed   = "turn failed"
-	lineNotReady     = "provider not ready for pod qwen"
-	lineWakeFired    = "wake requested for pod"
-	lineWakeRefused  = "wake refused for pod"
-	lineWakeFailed   = "wake failed for pod"
-	lineInFlight     = "wake requested for pod qwen: in flight (client timed out after 0.3 s; the conductor continues)"
-	linePluginCrash  = "plugin crashed; it is relaunched on the next call"
-	lineWakeResumed  = "wake watch resumed for pod qwen: wake requested at 12:26 UTC"
-	lineLoadingWait  = "provider not ready for pod qwen (status RUNNING, model loading) → wait"
-	lineCrashed      = lineLoadingWait + " — CRASHED: was answering, stopped while RUNNING"
-	lineAnswerLost   = "wake requested for pod qwen: in flight (the start's answer was lost: the GPU plugin stopped during the call; watching the pod)"
-	lineExitedWake   = "provider not ready for pod qwen (status EXITED) → wake"
-	lineExitedWait   = "provider not ready for pod qwen (status EXITED) → wait"
-	lineUnreadableOK = "provider not ready for pod qwen (status UNKNOWN) → wait"
+	lineTurnFailed  = "turn failed"
+	lineNotReady    = "provider not ready for pod qwen"
+	lineWakeFired   = "wake requested for pod"
+	lineWakeRefused = "wake refused for pod"
+	lineWakeFailed  = "wake failed for pod"
+	lineInFlight    = "wake requested for pod qwen: in flight (client timed out after 0.3 s; the conductor continues)"
+	linePluginCrash = "plugin crashed during a call"
+	// The supervisor's lines about a plugin that exited and its relaunch.
+	linePluginExited     = "plugin not running; relaunching"
+	linePluginRelaunched = "plugin relaunched"
+	lineWakeResumed      = "wake watch resumed for pod qwen: wake requested at 12:26 UTC"
+	lineLoadingWait      = "provider not ready for pod qwen (status RUNNING, model loading) → wait"
+	lineCrashed          = lineLoadingWait + " — CRASHED: was answering, stopped while RUNNING"
+	lineAnswerLost       = "wake requested for pod qwen: in flight (the start's answer was lost: the GPU plugin stopped during the call; watching the pod)"
+	lineExitedWake       = "provider not ready for pod qwen (status EXITED) → wake"
+	lineExitedWait       = "provider not ready for pod qwen (status EXITED) → wait"
+	lineUnreadableOK     = "provider not ready for pod qwen (status UNKNOWN) → wait"
 	// lineTokenRejected is the conductor plugin's own warning, forwarded.
 	lineTokenRejected = "start refused: the conductor rejected RIG_WAKE_TOKEN"
 )
@@ -250,6 +253,19 @@ var matrix = []row{
 		gets:   0, completions: 1,
 	},
 
+	// --- the input ---
+	{
+		// Three turns of 700 KB, each answered with 700 KB: together over
+		// gRPC's default 4 MiB. History is bounded by bytes, so the next
+		// turn sends none of them and the session stays usable.
+		name:       "input/three 700 KB turns, then a short one",
+		largeTurns: []string{strings.Repeat("a", 700<<10), strings.Repeat("b", 700<<10), strings.Repeat("c", 700<<10)},
+		inject:     func(*env) {},
+		wantStatus: http.StatusOK, wantReply: echo(faultMessage),
+		absent: []string{lineTurnFailed, lineNotReady},
+		gets:   0, completions: 1, stored: true,
+	},
+
 	// --- the plugins ---
 	{
 		// The first turn's lookup crashes the GPU plugin after the conductor
@@ -309,6 +325,29 @@ var matrix = []row{
 		lines:       []wantLine{turnFailed("completion failed: status=502: HTTP 502 Bad Gateway")},
 		absent:      []string{lineNotReady, lineWakeFired},
 		gets:        1, completions: 1,
+	},
+	{
+		// systemd's default stop signals every process of the unit, the
+		// plugins too, while a turn is in flight: a plugin ignores SIGTERM
+		// while its host lives, and the turn gets its answer.
+		name: "plugin/SIGTERM reaches both plugins mid-turn", history: true,
+		inject:     func(e *env) { e.model.on(routeComplete, sigtermPlugins(e, answer())) },
+		wantStatus: http.StatusOK, wantReply: echo(faultMessage),
+		absent: []string{linePluginCrash, lineTurnFailed},
+		gets:   0, completions: 1, stored: true,
+		then: pluginsSurvived,
+	},
+	{
+		// The conductor plugin dies with no call in flight. The host notices
+		// the exit itself and relaunches the plugin; /readyz follows it
+		// without any chat traffic (see killIdleGPUPlugin). The fault turn
+		// runs before the kill, as a plain turn.
+		name: "plugin/conductor plugin killed while idle", history: true,
+		inject:     func(*env) {},
+		wantStatus: http.StatusOK, wantReply: echo(faultMessage),
+		absent: []string{linePluginCrash, lineTurnFailed},
+		gets:   0, completions: 1, stored: true,
+		then: killIdleGPUPlugin,
 	},
 	{
 		name: "plugin/binary fails the handshake", gpuPlugin: badHandshake,

@@ -28,6 +28,9 @@ type row struct {
 	gpuPlugin, providerPlugin string
 	// history makes one successful turn (historyMessage) before the fault.
 	history bool
+	// largeTurns are successful turns sent before the fault, each larger
+	// than agent.history_bytes: stored, and never sent as history again.
+	largeTurns []string
 	// inject scripts the fault on the env's conductor and model. A start-up
 	// row's inject runs before app.New (it may damage the data dir).
 	inject func(e *env)
@@ -104,6 +107,12 @@ func runRow(t *testing.T, r row) {
 			t.Fatalf("history turn: %d %q, want 200 %q", got.Status, got.Body, want)
 		}
 		stored = append(stored, historyMessage)
+	}
+	for i, m := range r.largeTurns {
+		got := h.chat(t, session, m)
+		if want := replyBody(session, echo(m)); got.Status != http.StatusOK || got.Body != want {
+			t.Fatalf("large turn %d: %d, %d bytes, want 200 with its echo", i+1, got.Status, len(got.Body))
+		}
 	}
 
 	gets, completions, starts := e.cond.count(routeGetPod), e.model.count(routeComplete), e.cond.count(routeStart)

@@ -41,6 +41,9 @@ func (g *GPU) GetPod(ctx context.Context, name string) (pluginapi.Pod, error) {
 		if err == nil {
 			return pod, nil
 		}
+		if g.p.isClosed() && ctx.Err() == nil {
+			return pluginapi.Pod{}, fmt.Errorf("gpu plugin %s: GetPod: %w", g.p.spec.Name, ErrClosed)
+		}
 		if !g.p.isCrash(ctx, gen, err) {
 			return pluginapi.Pod{}, g.scrubError(err)
 		}
@@ -65,11 +68,11 @@ func (g *GPU) scrubError(err error) error {
 // StartPod calls the plugin's StartPod once (never retried: a wake must
 // not be sent twice). Its outcome is a StartResult: Error "plugin
 // unavailable" when the plugin could not be launched (nothing was sent),
-// "plugin closed" after Close, "plugin error" when the plugin broke its
-// contract by failing the call. It is an error when the plugin's answer, and
-// so whether the request went out, is unknown: the caller's own
-// cancellation or deadline, or ErrCrashedDuringCall when the plugin died
-// with the request in its hands.
+// "plugin closed" after Close or when Close cut the call, "plugin error"
+// when the plugin broke its contract by failing the call. It is an error
+// when the plugin's answer, and so whether the request went out, is
+// unknown: the caller's own cancellation or deadline, or
+// ErrCrashedDuringCall when the plugin died with the request in its hands.
 func (g *GPU) StartPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
 	return g.lifecycle(ctx, "start", name, pluginapi.GPU.StartPod)
 }
@@ -101,6 +104,8 @@ func (g *GPU) lifecycle(ctx context.Context, op, name string,
 		// The caller's ctx ended (the adapter says so a hair before ctx.Err
 		// may): whether the request went out is unknown.
 		return pluginapi.StartResult{}, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, err)
+	case g.p.isClosed():
+		return pluginapi.StartResult{Error: "plugin closed"}, nil
 	case g.p.isCrash(ctx, gen, err):
 		g.p.crashed(gen, err)
 		return pluginapi.StartResult{}, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, ErrCrashedDuringCall)

@@ -3,9 +3,17 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
+
+// errTooLarge is a completion whose request or answer crossed the plugin
+// boundary's limit.
+var errTooLarge = fmt.Sprintf("message over the plugin boundary's %d MiB limit", pluginapi.MaxMessageBytes>>20)
 
 // Provider is a supervised Provider plugin. It implements
 // pluginapi.Provider and is safe for concurrent use.
@@ -27,8 +35,11 @@ func NewProvider(spec Spec) *Provider {
 // scrubbed from its message); Aborted for the caller's cancellation or
 // deadline; and, with Status 0 and neither flag (an unknown outcome),
 // "provider plugin crashed" when the plugin died during the call,
+// "message over the plugin boundary's 32 MiB limit" when the request or
+// the answer is larger than pluginapi.MaxMessageBytes,
 // "provider plugin unavailable" when it could not be launched, "provider
-// plugin closed" after Close, "provider plugin failed" when the plugin
+// plugin closed" after Close or when Close cut the call, "provider plugin
+// failed" when the plugin
 // broke its contract.
 func (pr *Provider) Complete(ctx context.Context, endpoint string, req pluginapi.CompletionRequest) (string, error) {
 	impl, gen, err := pr.p.get(ctx)
@@ -51,9 +62,16 @@ func (pr *Provider) Complete(ctx context.Context, endpoint string, req pluginapi
 		out := *ce
 		out.Message = pr.p.scrub(ce.Message)
 		return "", &out
+	case pr.p.isClosed():
+		// Close cut the call (the host is shutting down).
+		return "", &pluginapi.CompletionError{Message: "provider plugin closed"}
 	case pr.p.isCrash(ctx, gen, err):
 		pr.p.crashed(gen, err)
 		return "", &pluginapi.CompletionError{Message: "provider plugin crashed"}
+	case status.Code(err) == codes.ResourceExhausted:
+		// The request or the answer is over pluginapi.MaxMessageBytes; the
+		// host's config keeps requests below it.
+		return "", &pluginapi.CompletionError{Message: errTooLarge}
 	default:
 		pr.p.log.Error("provider plugin failed", "error", pr.p.scrub(err.Error()))
 		return "", &pluginapi.CompletionError{Message: "provider plugin failed"}

@@ -33,6 +33,12 @@ type Spec struct {
 // ErrClosed is returned by calls made after Close.
 var ErrClosed = errors.New("plugin closed")
 
+// ErrNotRunning is wrapped by the error of a call that finds the plugin
+// exited with its relaunch more than a second away (or after the call's
+// deadline). When the last relaunch failed, the error wraps that failure
+// instead.
+var ErrNotRunning = errors.New("plugin not running")
+
 const redacted = "[redacted]"
 
 func (s Spec) validate() error {

@@ -165,7 +165,7 @@ func TestGetPodCrashIsRetriedOnce(t *testing.T) {
 	if diff := cmp.Diff(want, pod); diff != "" {
 		t.Errorf("the retried GetPod (-want +got):\n%s", diff)
 	}
-	if n := len(logs.find("plugin crashed; it is relaunched on the next call")); n != 1 {
+	if n := len(logs.find("plugin crashed during a call")); n != 1 {
 		t.Errorf("%d crash records, want 1", n)
 	}
 
@@ -199,6 +199,38 @@ func TestKilledPluginIsRelaunched(t *testing.T) {
 	}
 	if _, err := gpu.GetPod(ctx, "qwen"); err != nil {
 		t.Errorf("GetPod: %v", err)
+	}
+}
+
+// A plugin killed while idle is relaunched with no call: Ready turns
+// false, then true again within a second, and the relaunch is logged.
+func TestIdlePluginIsRelaunched(t *testing.T) {
+	logs := newRecorder()
+	gpu := startGPU(t, testSpec(t, logs))
+	first := pid(t, gpu)
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	awaitReady(t, gpu, false)
+	awaitReady(t, gpu, true)
+	if n := len(logs.await(t, "plugin relaunched")); n != 1 {
+		t.Errorf("%d \"plugin relaunched\" records, want 1", n)
+	}
+	if second := pid(t, gpu); second == first {
+		t.Errorf("pid %d after the relaunch, want a new process", second)
+	}
+}
+
+// awaitReady polls Ready (the plugin is another process) until it is want,
+// and fails the test after a second.
+func awaitReady(t *testing.T, gpu *supervisor.GPU, want bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for gpu.Ready() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("Ready still %v after 1s", !want)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -49,8 +49,11 @@ func TestWatchRecordsReady(t *testing.T) {
 		t.Errorf("pod read %d times, want 9 and no more after ready", n)
 	}
 
-	// 40 minutes after the wake the pod has idled out; the next ask says so and wakes.
+	// 40 minutes after the wake the pod has idled out; the next ask (its
+	// read of the conductor first, as the host serves a turn) says so and
+	// wakes.
 	e.clk.Set(t0.Add(40 * time.Minute))
+	e.c.Observe(context.Background(), "qwen", exited())
 	d := e.notReady(t)
 	wantText := "The GPU woke and was ready at 12:08 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes."
 	if d.Action != machines.ActionWake || d.Text != wantText {

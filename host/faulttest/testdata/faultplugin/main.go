@@ -110,13 +110,8 @@ func main() {
 		logger.Error("invalid configuration", "error", err)
 		os.Exit(1)
 	}
-	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: pluginapi.Handshake,
-		Plugins: map[string]plugin.Plugin{
-			pluginapi.KindGPU:      &pluginapi.GPUPlugin{Impl: g},
-			pluginapi.KindProvider: &pluginapi.ProviderPlugin{Impl: p},
-		},
-		GRPCServer: plugin.DefaultGRPCServer,
-		Logger:     logger,
-	})
+	pluginapi.Serve(map[string]plugin.Plugin{
+		pluginapi.KindGPU:      &pluginapi.GPUPlugin{Impl: g},
+		pluginapi.KindProvider: &pluginapi.ProviderPlugin{Impl: p},
+	}, logger)
 }

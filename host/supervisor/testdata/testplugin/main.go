@@ -10,7 +10,9 @@
 //	GetPod "fail"       a LookupError that carries $TESTPLUGIN_SECRET
 //	GetPod other        a running pod
 //	StartPod/StopPod "crash" exits mid-call; "broken" returns an error; else accepted (202)
-//	Complete model "crash" exits mid-call; else "echo: " + the last message
+//	Complete model "crash" exits mid-call; model "size" answers that many
+//	         bytes, the last message's content in decimal; else "echo: " + the
+//	         last message
 package main
 
 import (
@@ -89,18 +91,20 @@ func (provider) Complete(_ context.Context, _ string, req pluginapi.CompletionRe
 	if len(req.Messages) == 0 {
 		return "", &pluginapi.CompletionError{Status: 400, Message: "HTTP 400: no messages"}
 	}
+	if req.Model == "size" {
+		n, err := strconv.Atoi(req.Messages[len(req.Messages)-1].Content)
+		if err != nil {
+			return "", &pluginapi.CompletionError{Status: 400, Message: "HTTP 400: not a size"}
+		}
+		return strings.Repeat("x", n), nil
+	}
 	return "echo: " + req.Messages[len(req.Messages)-1].Content, nil
 }
 
 func main() {
 	logger := pluginapi.NewLogger()
-	plugin.Serve(&plugin.ServeConfig{
-		HandshakeConfig: pluginapi.Handshake,
-		Plugins: map[string]plugin.Plugin{
-			pluginapi.KindGPU:      &pluginapi.GPUPlugin{Impl: gpu{log: logger}},
-			pluginapi.KindProvider: &pluginapi.ProviderPlugin{Impl: provider{}},
-		},
-		GRPCServer: plugin.DefaultGRPCServer,
-		Logger:     logger,
-	})
+	pluginapi.Serve(map[string]plugin.Plugin{
+		pluginapi.KindGPU:      &pluginapi.GPUPlugin{Impl: gpu{log: logger}},
+		pluginapi.KindProvider: &pluginapi.ProviderPlugin{Impl: provider{}},
+	}, logger)
 }

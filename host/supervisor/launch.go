@@ -1,0 +1,114 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// defaultStartTimeout caps a launch and handshake when the caller's ctx
+// has no sooner deadline. A plugin starts in tens of milliseconds.
+const defaultStartTimeout = 10 * time.Second
+
+// launchPlugin launches the plugin binary with go-plugin, handshakes and
+// dispenses p.kind. The launch is bounded by ctx's deadline, else by
+// defaultStartTimeout.
+func (p *process) launchPlugin(ctx context.Context) (*instance, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("plugin %s: launch: %w", p.spec.Name, err)
+	}
+	if err := p.spec.validate(); err != nil {
+		return nil, err
+	}
+	info, err := os.Stat(p.spec.Path)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: %w", p.spec.Name, err) // *fs.PathError names the path
+	}
+	if info.IsDir() || info.Mode().Perm()&0o111 == 0 {
+		return nil, fmt.Errorf("plugin %s: %s is not an executable file", p.spec.Name, p.spec.Path)
+	}
+
+	timeout := defaultStartTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	cmd := exec.Command(p.spec.Path)
+	cmd.Env = append([]string{}, p.spec.Env...)
+	setProcAttr(cmd)
+	hlog := newHclogAdapter(p.log, p.scrub)
+	watched := &exitWatch{GRPCPlugin: pluginapi.PluginMap[p.kind].(plugin.GRPCPlugin)}
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  pluginapi.Handshake,
+		Plugins:          plugin.PluginSet{p.kind: watched},
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		SkipHostEnv:      true,
+		StartTimeout:     timeout,
+		Logger:           hlog,
+		// The plugin boundary's limit, on purpose and both ways (go-plugin
+		// would allow 2 GiB; the plugins' servers allow the same 32 MiB).
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(pluginapi.MaxMessageBytes),
+			grpc.MaxCallSendMsgSize(pluginapi.MaxMessageBytes),
+		)},
+		// Whatever the plugin prints after Serve (it should not) is kept
+		// as debug lines rather than discarded.
+		SyncStdout: &lineWriter{log: hlog, level: hclog.Debug, args: []any{"stream", "stdout"}},
+		SyncStderr: &lineWriter{log: hlog, level: hclog.Debug, args: []any{"stream", "stderr"}},
+	})
+	started := time.Now()
+	rpc, err := client.Client()
+	if err != nil {
+		client.Kill()
+		p.log.Debug("plugin handshake failed", "detail", p.scrub(err.Error()))
+		return nil, &scrubbedError{
+			msg: p.scrub(fmt.Sprintf("plugin %s: %s failed the go-plugin handshake: %s", p.spec.Name, p.spec.Path, handshakeProblem(err))),
+			err: err,
+		}
+	}
+	impl, err := rpc.Dispense(p.kind)
+	if err != nil {
+		client.Kill()
+		return nil, fmt.Errorf("plugin %s: %s does not serve %q: %w", p.spec.Name, p.spec.Path, p.kind, err)
+	}
+	return &instance{impl: impl, pid: client.ID(), started: started, exited: watched.done, kill: client.Kill}, nil
+}
+
+// exitWatch is a plugin kind of pluginapi's that keeps the context go-plugin
+// gives its GRPCClient: go-plugin cancels it when the plugin process exits,
+// which is how the supervisor learns of an exit without a call.
+type exitWatch struct {
+	plugin.NetRPCUnsupportedPlugin
+	plugin.GRPCPlugin
+	done <-chan struct{}
+}
+
+func (w *exitWatch) GRPCClient(ctx context.Context, broker *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	w.done = ctx.Done()
+	return w.GRPCPlugin.GRPCClient(ctx, broker, c)
+}
+
+// handshakeProblem is the one line that matters of go-plugin's multi-line
+// launch error (the rest, a checklist about architectures and file modes,
+// goes to the debug log).
+func handshakeProblem(err error) string {
+	first, _, _ := strings.Cut(err.Error(), "\n")
+	line, ok := strings.CutPrefix(first, "Unrecognized remote plugin message: ")
+	switch {
+	case !ok:
+		return first
+	case strings.TrimSpace(line) == "":
+		return "it printed no handshake line (it exited or wrote nothing to stdout; see its log lines)"
+	}
+	return fmt.Sprintf("it printed %.80q instead of a handshake line", line)
+}
