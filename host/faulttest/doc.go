@@ -9,10 +9,13 @@
 //     UNREADABLE, a start answered 401, 403, 409 or 503, gone between the
 //     lookup and the start, a start hanging past start_timeout;
 //   - the model (the pod RUNNING with its proxy URL on the model server): a
-//     502 HTML page on both attempts, a connection reset, a completion
+//     502 HTML page on both attempts or a connection reset (after an answered
+//     turn: crashed; on a boot that never answered: loading), a completion
 //     hanging past completion_timeout, a 200 whose body stops halfway, a 200
 //     with malformed JSON, 500 and 429;
-//   - the plugins: a GPU plugin that crashes or hangs during GetPod, a
+//   - the input: three turns of 700 KB, then a short one;
+//   - the plugins: a GPU plugin that crashes or hangs during GetPod, one that
+//     crashes during StartPod (the wake is in flight, not failed), a
 //     provider plugin that crashes during Complete (testdata/faultplugin, the
 //     real clients with a transport that obeys an X-Fault header the test
 //     server sends), a binary that fails the go-plugin handshake
