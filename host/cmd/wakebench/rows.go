@@ -135,9 +135,9 @@ func readinessRows(long, short []readinessRun) []row {
 	rows := []row{
 		{"4", what(0), result(lm, longOwn, longLags), "< 20 ms (one poll) with either watch_poll", met},
 		{"4", what(shortWatchPoll), result(sm, shortOwn, shortLags), "< 20 ms (one poll) with either watch_poll", met},
-		{"4", "the wake's own watch records the outcome: the model answers → \"wake ready for pod\" logged, watch_poll 1s / 60s (default)",
-			fmt.Sprintf("%s (runs: %s) / not logged within the run in %d of %d runs (its first read comes 60 s after the start returns)",
-				ms(median(watch)), durations(watch), len(long)-longLogged, len(long)), noTarget, noTarget},
+		{"4", "the machine records the outcome: the model answers → \"wake ready for pod\" logged (by the first read that sees it: the polling client's view or the watch), watch_poll 1s / 60s (default)",
+			fmt.Sprintf("%s (runs: %s) / logged within the run in %d of %d runs",
+				ms(median(watch)), durations(watch), longLogged, len(long)), noTarget, noTarget},
 	}
 	if !longOK || !shortOK {
 		rows = append(rows, row{"4", "readiness runs whose ask did not make exactly one start request", "some", "0", "no"})
