@@ -188,6 +188,9 @@ func (p *process) launchLocked(ctx context.Context) error {
 // goes to the debug log).
 func handshakeProblem(err error) string {
 	first, _, _ := strings.Cut(err.Error(), "\n")
+	if msg, ok := versionProblem(first); ok {
+		return msg
+	}
 	line, ok := strings.CutPrefix(first, "Unrecognized remote plugin message: ")
 	switch {
 	case !ok:
