@@ -25,6 +25,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/chat"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/config"
+	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 	"github.com/wakeonchat/wakeonchat/host/store"
@@ -62,6 +63,8 @@ type App struct {
 	provs   []*supervisor.Provider
 	coord   *wake.Coordinator
 	server  *chat.Server
+	door    *openai.Server
+	policy  *machines.Pod
 	http    *http.Server
 	ln      net.Listener
 	sim     *sim.Sim
@@ -130,6 +133,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	a.policy = pod
 	a.coord = wake.New(wake.Config{
 		Pod: pod, Records: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
@@ -168,18 +172,21 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages,
 		}),
 		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Clock: a.clock, Logger: a.log,
-		MaxBody: cfg.Server.MaxBodyBytes,
+		MaxBody:  cfg.Server.MaxBodyBytes,
 		Once:     pinned((*resolve.Model).CompleteOnce),
 		NoResend: pinned((*resolve.Model).CompleteNoResend),
 		Ready:    a.ready,
 	})
+	if a.door, err = a.openAIDoor(o.Getenv, models, pods); err != nil {
+		return nil, err
+	}
 	a.ln, err = net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("server.listen: %w", err)
 	}
 	grace := cfg.Timings.CompletionTimeout.Duration + 30*time.Second
 	a.http = &http.Server{
-		Handler:           a.server.Handler(),
+		Handler:           routes(a.door.Handler(), a.server.Handler()),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      grace, // a completion may take completion_timeout
