@@ -64,7 +64,6 @@ type App struct {
 	coord   *wake.Coordinator
 	server  *chat.Server
 	door    *openai.Server
-	policy  *machines.Pod
 	http    *http.Server
 	ln      net.Listener
 	sim     *sim.Sim
@@ -133,7 +132,6 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a.policy = pod
 	a.coord = wake.New(wake.Config{
 		Pod: pod, Records: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -21,6 +22,10 @@ func (a *App) openAIDoor(getenv func(string) string, models map[string]*resolve.
 	for name, r := range pods {
 		views[name] = r
 	}
+	replies, err := openai.NewRecognizer(c.Replies)
+	if err != nil {
+		return nil, fmt.Errorf("replies: %w", err)
+	}
 	var keys []string
 	if c.OpenAI.APIKeysEnv != "" {
 		keys = openai.ParseKeys(getenv(c.OpenAI.APIKeysEnv))
@@ -32,7 +37,7 @@ func (a *App) openAIDoor(getenv func(string) string, models map[string]*resolve.
 		}
 	}
 	return openai.New(openai.Config{
-		Providers: provs, Wake: a.coord, Policy: a.policy, Pods: views,
+		Providers: provs, Wake: a.coord, Pods: views, Replies: replies,
 		Clock: a.clock, Logger: a.log, MaxBody: c.Server.MaxBodyBytes,
 		Keys: keys, CORSOrigins: c.OpenAI.CORSOrigins,
 		Hold: c.OpenAI.ColdStart == config.ColdStartHold, HoldMax: c.OpenAI.HoldMax.Duration, Keepalive: c.OpenAI.Keepalive.Duration,

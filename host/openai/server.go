@@ -49,11 +49,11 @@ type PodView interface {
 	Lookup(ctx context.Context) (resolve.Resolution, error)
 }
 
-// Config wires a Server. Providers, Wake, Policy and Replies are required.
+// Config wires a Server. Providers and Wake are required; without Replies
+// no message is taken out.
 type Config struct {
 	Providers []Provider         // in config order: /v1/models lists them so
 	Wake      Coordinator        // the same coordinator /api/chat uses
-	Policy    *machines.Pod      // for the replies of a hold that ends without an answer
 	Pods      map[string]PodView // every configured pod, by name
 	Replies   *Recognizer        // the host's own replies, to take out of forwarded messages
 	Clock     clock.Clock        // default clock.Real()
