@@ -198,10 +198,10 @@ func mergeUser(a, b json.RawMessage) (json.RawMessage, error) {
 	ca := fields["content"]
 	var sa, sb string
 	if json.Unmarshal(ca, &sa) == nil && json.Unmarshal(mb.Content, &sb) == nil {
-		if sa != sb {
-			sa = sa + "\n\n" + sb
+		if sa == sb {
+			return a, nil // asked again: a as it was
 		}
-		fields["content"], _ = json.Marshal(sa)
+		fields["content"], _ = json.Marshal(sa + "\n\n" + sb)
 	} else {
 		pa, pb := asParts(ca), asParts(mb.Content)
 		fields["content"], _ = json.Marshal(append(pa, pb...))
