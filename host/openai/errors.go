@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -112,12 +113,23 @@ func writeError(w http.ResponseWriter, e *apiError) {
 
 // writeJSON writes v as the whole response body with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	b, err := marshal(v)
 	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"internal error","type":"api_error","param":null,"code":"internal_error"}}`)
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"internal error","type":"api_error","param":null,"code":"internal_error"}}`+"\n")
 	}
-	b = append(b, '\n')
 	writeBytes(w, status, "application/json", b)
+}
+
+// marshal is v as JSON and a newline, without HTML escaping: a message
+// such as "Bearer <key>" reads as written.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 func writeBytes(w http.ResponseWriter, status int, contentType string, b []byte) {

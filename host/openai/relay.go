@@ -104,8 +104,8 @@ func (t *turn) write(s *Server, b []byte) error {
 // event writes v as one SSE data event (an error inside a stream: the
 // SDKs raise it).
 func (t *turn) event(v any) {
-	b, _ := json.Marshal(v)
-	_, _ = t.w.Write(append(append([]byte("data: "), b...), '\n', '\n'))
+	b, _ := marshal(v) // ends in a newline
+	_, _ = t.w.Write(append(append([]byte("data: "), b...), '\n'))
 	_ = t.rc.Flush()
 }
 
