@@ -276,7 +276,7 @@ func TestOpenAIClientLeavesMidStream(t *testing.T) {
 // held, with keepalives the SDK ignores, until the model is freshly ready;
 // it then runs once and the model's answer is the stream's.
 func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
-	h, c := startDoor(t, doorOptions{openai: `cold_start = "hold"` + "\nkeepalive = \"15s\""})
+	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\"\nkeepalive = \"15s\""})
 	s := h.sim(t)
 
 	type result struct {
