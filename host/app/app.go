@@ -25,6 +25,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/chat"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/config"
+	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 	"github.com/wakeonchat/wakeonchat/host/store"
@@ -62,6 +63,7 @@ type App struct {
 	provs   []*supervisor.Provider
 	coord   *wake.Coordinator
 	server  *chat.Server
+	door    *openai.Server
 	http    *http.Server
 	reqs    *requests
 	ln      net.Listener
@@ -175,6 +177,9 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		NoResend: pinned((*resolve.Model).CompleteNoResend),
 		Ready:    a.ready,
 	})
+	if a.door, err = a.openAIDoor(o.Getenv, models, pods); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("server.listen: %w", err)
@@ -183,7 +188,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	grace := cfg.Timings.CompletionTimeout.Duration + 30*time.Second
 	a.reqs = newRequests()
 	a.http = &http.Server{
-		Handler:           a.reqs.wrap(a.server.Handler()),
+		Handler:           a.reqs.wrap(routes(a.door.Handler(), a.server.Handler())),
 		BaseContext:       func(net.Listener) context.Context { return a.reqs.base() },
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,

@@ -18,6 +18,7 @@ type Config struct {
 	Providers []Provider `toml:"providers"` // default: one provider, "qwen" (see DefaultProvider); a file's [[providers]] replace it
 	Agent     Agent      `toml:"agent"`
 	Store     Store      `toml:"store"`
+	OpenAI    OpenAI     `toml:"openai"`
 
 	// Replies are the wake policy's reply texts by key, as text/template
 	// sources rendered with [machines.ReplyData]; default
@@ -150,6 +151,7 @@ func DefaultConfig() Config {
 			HistoryMaxSessions: 10000,
 			PruneInterval:      Duration{10 * time.Minute},
 		},
+		OpenAI:  DefaultOpenAI(),
 		Replies: machines.DefaultReplies(),
 	}
 }

@@ -75,6 +75,13 @@ history_max_age = "48h"
 history_max_sessions = 50
 prune_interval = "1m"
 
+[openai]
+cold_start = "hold"
+hold_max = "5m"
+keepalive = "10s"
+api_keys_env = "DOOR_KEYS"
+cors_origins = ["https://chat.example.com", "http://localhost:3000"]
+
 [replies]
 waking = "w {{.ExpectedMinutes}}"
 still_waking = "sw {{.ElapsedMinutes}}"
@@ -166,6 +173,13 @@ func TestParse(t *testing.T) {
 						HistoryMaxAge:      Duration{48 * time.Hour},
 						HistoryMaxSessions: 50,
 						PruneInterval:      Duration{time.Minute},
+					},
+					OpenAI: OpenAI{
+						ColdStart:   "hold",
+						HoldMax:     Duration{5 * time.Minute},
+						Keepalive:   Duration{10 * time.Second},
+						APIKeysEnv:  "DOOR_KEYS",
+						CORSOrigins: []string{"https://chat.example.com", "http://localhost:3000"},
 					},
 					Replies: map[machines.ReplyKey]string{
 						"waking": "w {{.ExpectedMinutes}}", "still_waking": "sw {{.ElapsedMinutes}}", "rewake": "rw",

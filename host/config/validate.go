@@ -193,6 +193,9 @@ func (c Config) validate() []*Error {
 	}
 	positive("store.prune_interval", c.Store.PruneInterval)
 
+	// [openai]
+	errs = append(errs, c.validateOpenAI()...)
+
 	// [replies]
 	_, replyErrs := c.parseReplies()
 	errs = append(errs, replyErrs...)

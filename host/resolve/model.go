@@ -57,43 +57,100 @@ func (m *Model) CompleteNoResend(ctx context.Context, msgs []pluginapi.Message) 
 }
 
 func (m *Model) complete(ctx context.Context, msgs []pluginapi.Message, resendAborted bool) (string, error) {
-	req := pluginapi.CompletionRequest{Model: m.ModelName, Messages: msgs}
-	res, err := m.endpoint(ctx)
+	body, err := pluginapi.CompletionBody(pluginapi.CompletionRequest{Model: m.ModelName, Messages: msgs})
+	if err != nil {
+		return "", m.providerError(err)
+	}
+	resp, res, err := m.stream(ctx, body, resendAborted)
 	if err != nil {
 		return "", err
 	}
-	content, err := m.Provider.Complete(ctx, res.Endpoint, req)
+	return m.content(ctx, resp, res)
+}
+
+// content reads a non-streaming answer's content; a body that failed or
+// did not parse is a *ProviderError with Status 200, never re-sent (D10).
+func (m *Model) content(ctx context.Context, resp *pluginapi.StreamResponse, res Resolution) (string, error) {
+	content, err := pluginapi.ReadContent(resp)
+	if err != nil {
+		return "", m.providerError(err)
+	}
+	m.answered(ctx, res)
+	return content, nil
+}
+
+// Stream is Complete for a request body the caller built (an OpenAI
+// chat-completions body, its model already set): the same held
+// resolution, the same one re-resolve and one retry, on a failure before
+// the answer's head. It returns the model's 200 with its body still to
+// read, and tells the observer the model answered; what the body says is
+// the caller's.
+func (m *Model) Stream(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error) {
+	resp, res, err := m.stream(ctx, body, true)
+	if err != nil {
+		return nil, err
+	}
+	m.answered(ctx, res)
+	return resp, nil
+}
+
+// StreamOnce is CompleteOnce for a request body: exactly one attempt on
+// the current resolution, never re-resolved or retried (#715).
+func (m *Model) StreamOnce(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error) {
+	resp, res, err := m.once(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	m.answered(ctx, res)
+	return resp, nil
+}
+
+// stream is a turn's attempts, up to the answer's head: see Complete.
+func (m *Model) stream(ctx context.Context, body []byte, resendAborted bool) (*pluginapi.StreamResponse, Resolution, error) {
+	res, err := m.endpoint(ctx)
+	if err != nil {
+		return nil, Resolution{}, err
+	}
+	s := m.streamer()
+	resp, err := s.Stream(ctx, pluginapi.StreamRequest{Endpoint: res.Endpoint, Body: body})
 	if err == nil {
-		m.answered(ctx, res)
-		return content, nil
+		return resp, res, nil
 	}
 	first := m.providerError(err)
 	if m.Resolver == nil || !shouldReresolve(err) {
-		return "", first
+		return nil, Resolution{}, first
 	}
 
 	fresh, rerr := m.Resolver.Refresh(ctx)
 	var notReady *NotReadyError
 	switch {
 	case errors.As(rerr, &notReady):
-		return "", m.named(notReady)
+		return nil, Resolution{}, m.named(notReady)
 	case rerr != nil, fresh.FromCache:
-		return "", first
+		return nil, Resolution{}, first
 	case first.Aborted && !resendAborted:
-		return "", first
+		return nil, Resolution{}, first
 	}
 
-	content, err = m.Provider.Complete(ctx, fresh.Endpoint, req)
+	resp, err = s.Stream(ctx, pluginapi.StreamRequest{Endpoint: fresh.Endpoint, Body: body})
 	if err == nil {
-		m.answered(ctx, fresh)
-		return content, nil
+		return resp, fresh, nil
 	}
 	if modelLoading(err) {
 		e := NewNotReadyError(m.Resolver.pod, fresh, true)
 		e.Provider = m.Name
-		return "", e
+		return nil, Resolution{}, e
 	}
-	return "", m.providerError(err)
+	return nil, Resolution{}, m.providerError(err)
+}
+
+// streamer is the provider's Stream; a Provider that has none (an
+// in-process one) is adapted.
+func (m *Model) streamer() pluginapi.Streamer {
+	if s, ok := m.Provider.(pluginapi.Streamer); ok {
+		return s
+	}
+	return pluginapi.StreamFromComplete(m.Provider)
 }
 
 // endpoint is where a turn's first attempt goes: the literal base URL, or
@@ -184,19 +241,31 @@ func isGateway(status int) bool {
 // Current). A failure that Complete would have re-resolved on drops the held
 // resolution, so the next turn asks the conductor.
 func (m *Model) CompleteOnce(ctx context.Context, msgs []pluginapi.Message) (string, error) {
-	res, err := m.endpoint(ctx)
+	body, err := pluginapi.CompletionBody(pluginapi.CompletionRequest{Model: m.ModelName, Messages: msgs})
+	if err != nil {
+		return "", m.providerError(err)
+	}
+	resp, res, err := m.once(ctx, body)
 	if err != nil {
 		return "", err
 	}
-	content, err := m.Provider.Complete(ctx, res.Endpoint, pluginapi.CompletionRequest{Model: m.ModelName, Messages: msgs})
+	return m.content(ctx, resp, res)
+}
+
+// once is CompleteOnce's one attempt, up to the answer's head.
+func (m *Model) once(ctx context.Context, body []byte) (*pluginapi.StreamResponse, Resolution, error) {
+	res, err := m.endpoint(ctx)
+	if err != nil {
+		return nil, Resolution{}, err
+	}
+	resp, err := m.streamer().Stream(ctx, pluginapi.StreamRequest{Endpoint: res.Endpoint, Body: body})
 	if err != nil {
 		if m.Resolver != nil && shouldReresolve(err) {
 			m.Resolver.drop()
 		}
-		return "", m.providerError(err)
+		return nil, Resolution{}, m.providerError(err)
 	}
-	m.answered(ctx, res)
-	return content, nil
+	return resp, res, nil
 }
 
 // NeverSent reports whether err proves a completion never reached a model:

@@ -243,7 +243,17 @@ func TestCompletionRequests(t *testing.T) {
 		{name: "malformed JSON", body: `{"messages":`, wantCode: 400, want: "invalid JSON body"},
 		{name: "no messages", body: `{"model":"qwen","messages":[]}`, wantCode: 400, want: "messages must not be empty"},
 		{name: "bad content", body: `{"messages":[{"role":"user","content":7}]}`, wantCode: 400, want: "messages[0]"},
-		{name: "streaming", body: `{"stream":true,"messages":[{"role":"user","content":"hi"}]}`, wantCode: 400, want: "streaming is not simulated"},
+		{
+			name:     "streaming, with usage",
+			body:     `{"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`,
+			wantCode: 200,
+			want: `data: {"id":"chatcmpl-sim-3","object":"chat.completion.chunk","created":1788957385,"model":"qwen","choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}` + "\n\n" +
+				`data: {"id":"chatcmpl-sim-3","object":"chat.completion.chunk","created":1788957385,"model":"qwen","choices":[{"index":0,"delta":{"content":"echo: "},"finish_reason":null}]}` + "\n\n" +
+				`data: {"id":"chatcmpl-sim-3","object":"chat.completion.chunk","created":1788957385,"model":"qwen","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}` + "\n\n" +
+				`data: {"id":"chatcmpl-sim-3","object":"chat.completion.chunk","created":1788957385,"model":"qwen","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n" +
+				`data: {"id":"chatcmpl-sim-3","object":"chat.completion.chunk","created":1788957385,"model":"qwen","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}` + "\n\n" +
+				"data: [DONE]\n\n",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,8 +50,12 @@
 //
 // Every proxy path answers 404 (plain text) unless its pod id is the pod's
 // current one and the pod is RUNNING, and 502 (HTML) while the model loads.
-// A completion echoes the request's model, or the pod name when it is empty;
-// "stream": true is refused with 400, since streaming is not simulated.
+// A completion echoes the request's model, or the pod name when it is empty.
+// With "stream": true it answers an event stream like vLLM's: a chunk with
+// the role, one chunk per word of the answer, a chunk with finish_reason
+// "stop", a usage chunk when stream_options.include_usage is set, then
+// data: [DONE], each flushed at once (SetStreamGap spaces the word chunks,
+// StreamsCut counts the streams whose client left before the end).
 //
 // A start from asleep begins a new wake with a new pod id ("pod-1", "pod-2", …,
 // counted across all pods); a start while a wake is in flight joins it. Like the

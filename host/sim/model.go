@@ -72,9 +72,12 @@ func writeGate(w http.ResponseWriter, g gate, podID string) {
 
 // chatRequest is the part of an OpenAI chat completions request the Sim reads.
 type chatRequest struct {
-	Model    string        `json:"model"`
-	Messages []chatMessage `json:"messages"`
-	Stream   bool          `json:"stream"`
+	Model         string        `json:"model"`
+	Messages      []chatMessage `json:"messages"`
+	Stream        bool          `json:"stream"`
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 }
 
 type chatMessage struct {
@@ -165,10 +168,6 @@ func (s *Sim) handleCompletion(w http.ResponseWriter, r *http.Request) {
 		writeBadRequest(w, "invalid JSON body: "+err.Error())
 		return
 	}
-	if req.Stream {
-		writeBadRequest(w, "streaming is not simulated")
-		return
-	}
 	if len(req.Messages) == 0 {
 		writeBadRequest(w, "messages must not be empty")
 		return
@@ -220,6 +219,11 @@ func (s *Sim) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	created := s.clock.Now().Unix()
 	s.mu.Unlock()
 	completion := len(strings.Fields(content))
+	if req.Stream {
+		s.writeStream(w, r, "chatcmpl-sim-"+strconv.Itoa(n), created, model, content,
+			req.StreamOptions.IncludeUsage, chatUsage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion})
+		return
+	}
 	writeJSON(w, http.StatusOK, chatResponse{
 		ID:      "chatcmpl-sim-" + strconv.Itoa(n),
 		Object:  "chat.completion",

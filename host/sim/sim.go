@@ -35,6 +35,7 @@ type Sim struct {
 	seq         int             // pod ids issued
 	completions int             // completions answered, for response ids
 	modelDelay  time.Duration
+	stream      streamState
 	srv         *http.Server
 	url         string
 }

@@ -103,6 +103,9 @@ func (w *exitWatch) GRPCClient(ctx context.Context, broker *plugin.GRPCBroker, c
 // goes to the debug log).
 func handshakeProblem(err error) string {
 	first, _, _ := strings.Cut(err.Error(), "\n")
+	if msg, ok := versionProblem(first); ok {
+		return msg
+	}
 	line, ok := strings.CutPrefix(first, "Unrecognized remote plugin message: ")
 	switch {
 	case !ok:

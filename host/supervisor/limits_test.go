@@ -54,8 +54,11 @@ func TestMessageLimits(t *testing.T) {
 			model: "qwen", content: strings.Repeat("x", big), want: big},
 		{name: "a request over the limit is refused by the host", provider: openai,
 			model: "qwen", content: strings.Repeat("x", pluginapi.MaxMessageBytes+1), wantErr: tooLarge},
-		{name: "an answer over the limit is refused by the plugin", provider: test,
-			model: "size", content: strconv.Itoa(pluginapi.MaxMessageBytes + 1), wantErr: tooLarge},
+		// The answer streams in chunks; the host refuses to gather more than
+		// the limit, as a 200 whose body failed (never re-sent, D10).
+		{name: "an answer over the limit is refused", provider: test,
+			model: "size", content: strconv.Itoa(pluginapi.MaxMessageBytes + 1),
+			wantErr: &pluginapi.CompletionError{Status: 200, Message: "response larger than 32 MiB"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -84,9 +84,16 @@ type CompletionRequest struct {
 	Messages []Message
 }
 
-// Provider is the model-API plugin kind. Complete makes exactly one HTTP
-// attempt against endpoint (a base URL such as https://host/v1) and never
-// retries. A failed attempt returns a *CompletionError.
+// Provider is the text-only view of a model-API plugin. Complete makes
+// exactly one HTTP attempt against endpoint (a base URL such as
+// https://host/v1) and never retries. A failed attempt returns a
+// *CompletionError.
+//
+// Since protocol 2 the wire carries one call, Stream (see Streamer): a
+// plugin's Provider should also be a Streamer; one that is not is served
+// through StreamFromComplete. On the host side Complete is Stream with a
+// request built from req and the answer's content read back (see
+// CompleteVia).
 type Provider interface {
 	Complete(ctx context.Context, endpoint string, req CompletionRequest) (string, error)
 }
@@ -103,6 +110,11 @@ type CompletionError struct {
 	Aborted bool
 	// Message is a short description without URLs or secrets.
 	Message string
+	// Body is the model's error body, when the model answered a non-200
+	// with a JSON object: at most 64 KiB, with the API key redacted, for
+	// the host to relay after scrubbing it again. Nil otherwise (HTML,
+	// text, no answer, a 200).
+	Body []byte
 }
 
 func (e *CompletionError) Error() string {

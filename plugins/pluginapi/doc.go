@@ -1,5 +1,6 @@
 // Package pluginapi is the contract between wakehost and its plugins: the
-// plain Go types and interfaces (GPU, Provider), the go-plugin handshake and
+// plain Go types and interfaces (GPU, Provider and its one wire call,
+// Streamer), the go-plugin handshake (protocol 2) and
 // plugin map, the gRPC adapters between those interfaces and the wire
 // (proto/wakeplugin.proto), the environment variables through which the
 // host configures a plugin, and ServeGPU / ServeProvider for a plugin's
@@ -18,6 +19,11 @@
 // classified completion failure) travels inside the gRPC response and is
 // rebuilt on the host side as the same Go value: a *LookupError or a
 // *CompletionError. A gRPC status error means the plugin itself failed.
+//
+// A completion's request and answer bodies are OpenAI chat-completions
+// JSON: the API's one format for a completion, whatever the model behind a
+// plugin speaks (CompletionBody, ReadContent and StreamFromComplete
+// translate the text-only Provider view to and from it).
 //
 // # Writing a plugin
 //

@@ -3,75 +3,187 @@ package pluginapi
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
 
 	pb "github.com/wakeonchat/wakeonchat/plugins/pluginapi/proto"
 )
+
+// chunkSize is the most bytes one data part carries: a read of the model's
+// body is sent as soon as it returns, up to this much.
+const chunkSize = 32 << 10
 
 // providerClient is the host side of a Provider plugin.
 type providerClient struct {
 	client pb.ProviderClient
 }
 
-var _ Provider = (*providerClient)(nil)
+var (
+	_ Provider = (*providerClient)(nil)
+	_ Streamer = (*providerClient)(nil)
+)
 
-// Complete calls the plugin. A failure the plugin classified comes back as
-// the same *CompletionError; the caller's own cancellation or deadline as a
-// *CompletionError with Aborted set. Any other error is the plugin's own
-// failure (a gRPC status error, codes.Unavailable when the plugin died),
-// which the caller classifies.
+// Complete is CompleteVia over Stream: protocol 2 has no other call.
 func (c *providerClient) Complete(ctx context.Context, endpoint string, req CompletionRequest) (string, error) {
-	msgs := make([]*pb.Message, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = &pb.Message{Role: m.Role, Content: m.Content}
-	}
-	resp, err := c.client.Complete(ctx, &pb.CompleteRequest{
-		Endpoint: endpoint,
-		Model:    req.Model,
-		Messages: msgs,
-	})
+	return CompleteVia(ctx, c, endpoint, req)
+}
+
+// Stream calls the plugin. A failure the plugin classified comes back as
+// the same *CompletionError, before the head or while the body is read;
+// the caller's own cancellation or deadline as a *CompletionError with
+// Aborted set (and Status 200 once the head arrived). Any other error is
+// the plugin's own failure (a gRPC status error, codes.Unavailable when
+// the plugin died), which the caller classifies.
+func (c *providerClient) Stream(ctx context.Context, req StreamRequest) (*StreamResponse, error) {
+	sctx, cancel := context.WithCancel(ctx)
+	st, err := c.client.Stream(sctx, &pb.StreamRequest{Endpoint: req.Endpoint, Body: req.Body})
 	if err != nil {
-		if ended := callerEnded(ctx, err); ended != nil {
-			return "", &CompletionError{Aborted: true, Message: ended.Error()}
-		}
-		return "", rpcError(ctx, "complete", err)
+		cancel()
+		return nil, callError(ctx, 0, err)
 	}
-	if f := resp.GetFailure(); f != nil {
-		return "", &CompletionError{
-			Status:           int(f.GetStatus()),
-			TransportFailure: f.GetTransportFailure(),
-			Aborted:          f.GetAborted(),
-			Message:          f.GetMessage(),
+	part, err := st.Recv()
+	if err != nil {
+		cancel()
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("plugin stream: ended without a head or a failure")
+		}
+		return nil, callError(ctx, 0, err)
+	}
+	switch p := part.GetPart().(type) {
+	case *pb.StreamPart_Failure:
+		cancel()
+		return nil, failureError(p.Failure)
+	case *pb.StreamPart_Head:
+		h := make(http.Header, len(p.Head.GetHeaders()))
+		for _, kv := range p.Head.GetHeaders() {
+			h[http.CanonicalHeaderKey(kv.GetName())] = kv.GetValues()
+		}
+		return &StreamResponse{
+			Status: int(p.Head.GetStatus()),
+			Header: h,
+			Body:   &streamBody{ctx: ctx, st: st, cancel: cancel},
+		}, nil
+	}
+	cancel()
+	return nil, errors.New("plugin stream: the first part is data")
+}
+
+// callError is a failed call or Recv: the caller's end as an abort, else
+// the gRPC error.
+func callError(ctx context.Context, status int, err error) error {
+	if ended := callerEnded(ctx, err); ended != nil {
+		return &CompletionError{Status: status, Aborted: true, Message: ended.Error()}
+	}
+	return rpcError(ctx, "stream", err)
+}
+
+func failureError(f *pb.CompletionFailure) *CompletionError {
+	return &CompletionError{
+		Status:           int(f.GetStatus()),
+		TransportFailure: f.GetTransportFailure(),
+		Aborted:          f.GetAborted(),
+		Message:          f.GetMessage(),
+		Body:             f.GetBody(),
+	}
+}
+
+// streamBody reads the data parts of a Stream.
+type streamBody struct {
+	ctx     context.Context
+	st      pb.Provider_StreamClient
+	cancel  context.CancelFunc
+	pending []byte
+	err     error // sticky, once the stream ended
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	for len(b.pending) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		part, err := b.st.Recv()
+		switch {
+		case errors.Is(err, io.EOF):
+			b.err = io.EOF
+		case err != nil:
+			b.err = callError(b.ctx, http.StatusOK, err)
+		case part.GetFailure() != nil:
+			b.err = failureError(part.GetFailure())
+		default:
+			b.pending = part.GetData()
 		}
 	}
-	return resp.GetContent(), nil
+	n := copy(p, b.pending)
+	b.pending = b.pending[n:]
+	return n, nil
+}
+
+// Close cancels the call: the plugin cancels the request upstream.
+func (b *streamBody) Close() error {
+	b.cancel()
+	if b.err == nil {
+		b.err = errors.New("plugin stream: read after close")
+	}
+	return nil
 }
 
 // providerServer is the plugin side of a Provider plugin.
 type providerServer struct {
 	pb.UnimplementedProviderServer
-	impl Provider
+	impl Streamer
 }
 
-func (s *providerServer) Complete(ctx context.Context, req *pb.CompleteRequest) (*pb.CompleteResponse, error) {
-	var msgs []Message
-	if n := len(req.GetMessages()); n > 0 {
-		msgs = make([]Message, n)
-		for i, m := range req.GetMessages() {
-			msgs[i] = Message{Role: m.GetRole(), Content: m.GetContent()}
-		}
+func newProviderServer(impl Provider) *providerServer {
+	s, ok := impl.(Streamer)
+	if !ok {
+		s = StreamFromComplete(impl)
 	}
-	content, err := s.impl.Complete(ctx, req.GetEndpoint(), CompletionRequest{Model: req.GetModel(), Messages: msgs})
+	return &providerServer{impl: s}
+}
+
+func (s *providerServer) Stream(req *pb.StreamRequest, srv pb.Provider_StreamServer) error {
+	resp, err := s.impl.Stream(srv.Context(), StreamRequest{Endpoint: req.GetEndpoint(), Body: req.GetBody()})
 	if err != nil {
-		var ce *CompletionError
-		if !errors.As(err, &ce) {
-			ce = &CompletionError{Message: err.Error()}
-		}
-		return &pb.CompleteResponse{Failure: &pb.CompletionFailure{
-			Status:           int32(ce.Status),
-			TransportFailure: ce.TransportFailure,
-			Aborted:          ce.Aborted,
-			Message:          ce.Message,
-		}}, nil
+		return srv.Send(failurePart(err, 0))
 	}
-	return &pb.CompleteResponse{Content: content}, nil
+	defer func() { _ = resp.Body.Close() }()
+	head := &pb.StreamHead{Status: int32(resp.Status)}
+	for name, values := range resp.Header {
+		head.Headers = append(head.Headers, &pb.Header{Name: name, Values: values})
+	}
+	if err := srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Head{Head: head}}); err != nil {
+		return err
+	}
+	buf := make([]byte, chunkSize)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			// Send marshals before it returns: buf can be reused.
+			if serr := srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Data{Data: buf[:n]}}); serr != nil {
+				return serr
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err != nil:
+			return srv.Send(failurePart(err, resp.Status))
+		}
+	}
+}
+
+// failurePart is err as a failure part; an error that is not a
+// *CompletionError keeps its text as the message, with status.
+func failurePart(err error, status int) *pb.StreamPart {
+	var ce *CompletionError
+	if !errors.As(err, &ce) {
+		ce = &CompletionError{Status: status, Message: err.Error()}
+	}
+	return &pb.StreamPart{Part: &pb.StreamPart_Failure{Failure: &pb.CompletionFailure{
+		Status:           int32(ce.Status),
+		TransportFailure: ce.TransportFailure,
+		Aborted:          ce.Aborted,
+		Message:          ce.Message,
+		Body:             ce.Body,
+	}}}
 }

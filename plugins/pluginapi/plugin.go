@@ -9,12 +9,17 @@ import (
 	pb "github.com/wakeonchat/wakeonchat/plugins/pluginapi/proto"
 )
 
+// ProtocolVersion is the plugin protocol this package speaks. Protocol 2
+// replaced the Provider's Complete call with Stream; a plugin built against
+// protocol 1 fails the host's handshake.
+const ProtocolVersion = 2
+
 // Handshake is the go-plugin handshake every wake-on-chat plugin answers.
 // ProtocolVersion changes only when the proto changes incompatibly; the
 // cookie only tells a binary that it was launched as a plugin (it is not a
 // secret and not a security measure).
 var Handshake = plugin.HandshakeConfig{
-	ProtocolVersion:  1,
+	ProtocolVersion:  ProtocolVersion,
 	MagicCookieKey:   "WAKE_ON_CHAT_PLUGIN",
 	MagicCookieValue: "3f7d9c1e5b2a4086a1c4e8f0d2b6a9c7",
 }
@@ -64,7 +69,7 @@ var _ plugin.GRPCPlugin = (*ProviderPlugin)(nil)
 
 // GRPCServer registers Impl on s (plugin side).
 func (p *ProviderPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	pb.RegisterProviderServer(s, &providerServer{impl: p.Impl})
+	pb.RegisterProviderServer(s, newProviderServer(p.Impl))
 	return nil
 }
 

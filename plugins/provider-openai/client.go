@@ -23,7 +23,6 @@ import (
 const DefaultTimeout = 120 * time.Second
 
 const (
-	maxBody      = 32 << 20 // a completion answer
 	maxErrorBody = 64 << 10 // the part of an error answer that is looked at
 	maxExcerpt   = 100      // runes of a model's error message kept
 )
@@ -34,7 +33,8 @@ type Config struct {
 	// means no Authorization header (the host treats a missing key as a
 	// configuration error before it calls).
 	APIKey APIKey
-	// Timeout caps one Complete. Zero means DefaultTimeout (120s).
+	// Timeout caps one completion until its answer's head, and then each
+	// wait for more of its body. Zero means DefaultTimeout (120s).
 	Timeout time.Duration
 	// HTTPClient makes the requests. Nil means a client of the Client's own
 	// that ignores proxy settings and follows no redirects.
@@ -73,40 +73,30 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+// Complete is pluginapi.CompleteVia over Stream: the text-only view of the
+// one call.
+func (c *Client) Complete(ctx context.Context, endpoint string, req pluginapi.CompletionRequest) (string, error) {
+	return pluginapi.CompleteVia(ctx, c, endpoint, req)
 }
 
-type chatRequest struct {
-	Model    string        `json:"model"`
-	Messages []chatMessage `json:"messages"`
-}
-
-type chatResponse struct {
-	Choices []struct {
-		Message struct {
-			Content string `json:"content"`
-		} `json:"message"`
-	} `json:"choices"`
-}
-
-// Complete sends req to {endpoint}/chat/completions once and returns
-// choices[0].message.content. Every failure is a *pluginapi.CompletionError:
+// Stream sends req.Body to {endpoint}/chat/completions once, as it is, and
+// returns the model's 200 with its body still to read. Every failure is a
+// *pluginapi.CompletionError:
 //
 //   - the model answered a non-200: Status, Message "HTTP 502 Bad Gateway"
 //     (status text), or "HTTP 429: <the JSON error message, at most 100
-//     characters>" when the body is an OpenAI or vLLM error object;
+//     characters>" when the body is an OpenAI or vLLM error object, and
+//     then Body, that object with the key redacted;
 //   - no response at all (refused, reset, closed): TransportFailure,
 //     Message "no response: ECONNRESET";
 //   - the time cap or the caller's ctx cut the request: Aborted, Message
-//     "timed out after 2m0s" or "canceled", with Status 200 if the 200 had
-//     already arrived;
-//   - a 200 whose body dies mid-read, does not parse or has no choices:
-//     Status 200.
-func (c *Client) Complete(ctx context.Context, endpoint string, req pluginapi.CompletionRequest) (string, error) {
+//     "timed out after 2m0s" or "canceled";
+//   - the body of a 200 dies, or stalls for the time cap between two reads
+//     (a stream may last longer than the cap; a silence may not): the
+//     body's Read fails with Status 200, Aborted for the stall.
+func (c *Client) Stream(ctx context.Context, req pluginapi.StreamRequest) (*pluginapi.StreamResponse, error) {
 	began := time.Now()
-	content, err := c.complete(ctx, endpoint, req)
+	resp, err := c.stream(ctx, req)
 	var ce *pluginapi.CompletionError
 	if errors.As(err, &ce) {
 		c.log.Debug("completion failed", "status", ce.Status, "transport_failure", ce.TransportFailure,
@@ -114,30 +104,22 @@ func (c *Client) Complete(ctx context.Context, endpoint string, req pluginapi.Co
 	} else {
 		c.log.Debug("completion answered", "duration_ms", time.Since(began).Milliseconds())
 	}
-	return content, err
+	return resp, err
 }
 
-func (c *Client) complete(ctx context.Context, endpoint string, req pluginapi.CompletionRequest) (string, error) {
-	target, err := completionsURL(endpoint)
+func (c *Client) stream(ctx context.Context, req pluginapi.StreamRequest) (*pluginapi.StreamResponse, error) {
+	target, err := completionsURL(req.Endpoint)
 	if err != nil {
-		return "", &pluginapi.CompletionError{Message: err.Error()}
+		return nil, &pluginapi.CompletionError{Message: err.Error()}
 	}
-	msgs := make([]chatMessage, len(req.Messages))
-	for i, m := range req.Messages {
-		msgs[i] = chatMessage(m)
-	}
-	payload, err := json.Marshal(chatRequest{Model: req.Model, Messages: msgs})
-	if err != nil {
-		return "", &pluginapi.CompletionError{Message: "encode request: " + err.Error()}
-	}
-
 	timeout := c.timeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = max(time.Until(d), 0)
 	}
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+	ctx, cancel := context.WithCancel(ctx)
+	// The cap: until the head, then between two reads of the body.
+	cap := &idleCap{timer: time.AfterFunc(timeout, cancel), d: timeout}
 	aborted := func(status int) error {
 		msg := "timed out after " + timeout.Round(time.Millisecond).String()
 		if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
@@ -145,13 +127,18 @@ func (c *Client) complete(ctx context.Context, endpoint string, req pluginapi.Co
 		}
 		return &pluginapi.CompletionError{Status: status, Aborted: true, Message: msg}
 	}
+	fail := func(err error) (*pluginapi.StreamResponse, error) {
+		cap.timer.Stop()
+		cancel()
+		return nil, err
+	}
 
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
+	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(req.Body))
 	if err != nil {
-		return "", &pluginapi.CompletionError{Message: "build request: " + pluginapi.ErrorClass(err)}
+		return fail(&pluginapi.CompletionError{Message: "build request: " + pluginapi.ErrorClass(err)})
 	}
 	httpReq.Header.Set("Content-Type", "application/json")
-	httpReq.Header.Set("Accept", "application/json")
+	httpReq.Header.Set("Accept", "application/json, text/event-stream")
 	if c.key != "" {
 		httpReq.Header.Set("Authorization", "Bearer "+string(c.key))
 	}
@@ -159,37 +146,75 @@ func (c *Client) complete(ctx context.Context, endpoint string, req pluginapi.Co
 	resp, err := c.http.Do(httpReq)
 	if err != nil {
 		if ctx.Err() != nil {
-			return "", aborted(0)
+			return fail(aborted(0))
 		}
-		return "", &pluginapi.CompletionError{TransportFailure: true, Message: "no response: " + pluginapi.ErrorClass(err)}
+		return fail(&pluginapi.CompletionError{TransportFailure: true, Message: "no response: " + pluginapi.ErrorClass(err)})
 	}
-	defer func() { _ = resp.Body.Close() }()
-
 	if resp.StatusCode != http.StatusOK {
 		// An error body that fails to arrive changes nothing: the status
 		// is the answer.
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return "", &pluginapi.CompletionError{Status: resp.StatusCode, Message: c.statusMessage(resp.StatusCode, body)}
+		_ = resp.Body.Close()
+		return fail(&pluginapi.CompletionError{Status: resp.StatusCode, Message: c.statusMessage(resp.StatusCode, body), Body: c.errorBody(body)})
 	}
+	cap.reset()
+	return &pluginapi.StreamResponse{
+		Status: resp.StatusCode,
+		Header: resp.Header,
+		Body:   &body{r: resp.Body, cap: cap, cancel: cancel, ctx: ctx, aborted: aborted},
+	}, nil
+}
 
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		if ctx.Err() != nil {
-			return "", aborted(resp.StatusCode)
-		}
-		return "", &pluginapi.CompletionError{Status: resp.StatusCode, Message: "response body failed: " + pluginapi.ErrorClass(err)}
+// idleCap cancels the request when d passes without a read.
+type idleCap struct {
+	timer *time.Timer
+	d     time.Duration
+}
+
+func (c *idleCap) reset() { c.timer.Reset(c.d) }
+
+// body is a 200's body: each read restarts the cap, and a failure is
+// classified.
+type body struct {
+	r       io.ReadCloser
+	cap     *idleCap
+	cancel  context.CancelFunc
+	ctx     context.Context
+	aborted func(status int) error
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		b.cap.reset()
 	}
-	if len(body) > maxBody {
-		return "", &pluginapi.CompletionError{Status: resp.StatusCode, Message: "response larger than 32 MiB"}
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+		return n, err
+	case b.ctx.Err() != nil:
+		return n, b.aborted(http.StatusOK)
 	}
-	var parsed chatResponse
-	if err := json.Unmarshal(body, &parsed); err != nil {
-		return "", &pluginapi.CompletionError{Status: resp.StatusCode, Message: "malformed response: " + jsonProblem(err)}
+	return n, &pluginapi.CompletionError{Status: http.StatusOK, Message: "response body failed: " + pluginapi.ErrorClass(err)}
+}
+
+// Close cancels the request (a body not read to its end is not wanted).
+func (b *body) Close() error {
+	b.cap.timer.Stop()
+	b.cancel()
+	return b.r.Close()
+}
+
+// errorBody is an error answer's body for the host to relay: a JSON object
+// with the key redacted, or nil.
+func (c *Client) errorBody(b []byte) []byte {
+	var obj map[string]json.RawMessage
+	if len(b) == 0 || json.Unmarshal(b, &obj) != nil {
+		return nil
 	}
-	if len(parsed.Choices) == 0 {
-		return "", &pluginapi.CompletionError{Status: resp.StatusCode, Message: "response has no choices"}
+	if c.key != "" {
+		b = bytes.ReplaceAll(b, []byte(c.key), []byte(redacted))
 	}
-	return parsed.Choices[0].Message.Content, nil
+	return b
 }
 
 // completionsURL is endpoint + "/chat/completions". The error never
@@ -250,17 +275,4 @@ func (c *Client) excerpt(s string) string {
 		s = string(r[:maxExcerpt]) + "…"
 	}
 	return s
-}
-
-// jsonProblem says what is wrong with a body without quoting it.
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("syntax error at offset %d", syntax.Offset)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("field %s is a JSON %s", typ.Field, typ.Value)
-	}
-	return "invalid"
 }

@@ -182,28 +182,28 @@ func TestCompleteFailures(t *testing.T) {
 			handler: func(*testing.T) http.HandlerFunc {
 				return reply(400, "application/json", `{"error":{"message":"context too long","type":"invalid_request_error"}}`)
 			},
-			want: &pluginapi.CompletionError{Status: 400, Message: "HTTP 400: context too long"},
+			want: &pluginapi.CompletionError{Status: 400, Message: "HTTP 400: context too long", Body: []byte(`{"error":{"message":"context too long","type":"invalid_request_error"}}`)},
 		},
 		{
 			name: "401 echoing the key",
 			handler: func(*testing.T) http.HandlerFunc {
 				return reply(401, "application/json", `{"error":{"message":"Incorrect API key provided: `+testKey+`."}}`)
 			},
-			want: &pluginapi.CompletionError{Status: 401, Message: "HTTP 401: Incorrect API key provided: [redacted]."},
+			want: &pluginapi.CompletionError{Status: 401, Message: "HTTP 401: Incorrect API key provided: [redacted].", Body: []byte(`{"error":{"message":"Incorrect API key provided: [redacted]."}}`)},
 		},
 		{
 			name: "429 vllm error",
 			handler: func(*testing.T) http.HandlerFunc {
 				return reply(429, "application/json", `{"object":"error","message":"too many\nrequests","code":429}`)
 			},
-			want: &pluginapi.CompletionError{Status: 429, Message: "HTTP 429: too many requests"},
+			want: &pluginapi.CompletionError{Status: 429, Message: "HTTP 429: too many requests", Body: []byte(`{"object":"error","message":"too many\nrequests","code":429}`)},
 		},
 		{
 			name: "500 long message",
 			handler: func(*testing.T) http.HandlerFunc {
 				return reply(500, "application/json", `{"error":"`+longMessage+`"}`)
 			},
-			want: &pluginapi.CompletionError{Status: 500, Message: "HTTP 500: " + strings.Repeat("é", 100) + "…"},
+			want: &pluginapi.CompletionError{Status: 500, Message: "HTTP 500: " + strings.Repeat("é", 100) + "…", Body: []byte(`{"error":"` + longMessage + `"}`)},
 		},
 		{
 			name: "502 html",
@@ -222,7 +222,7 @@ func TestCompleteFailures(t *testing.T) {
 			handler: func(*testing.T) http.HandlerFunc {
 				return reply(504, "application/json", `{"message":"<b>upstream</b> timed out"}`)
 			},
-			want: &pluginapi.CompletionError{Status: 504, Message: "HTTP 504 Gateway Timeout"},
+			want: &pluginapi.CompletionError{Status: 504, Message: "HTTP 504 Gateway Timeout", Body: []byte(`{"message":"<b>upstream</b> timed out"}`)},
 		},
 		{
 			name:    "524 unknown status",

@@ -1,0 +1,63 @@
+package app
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/wakeonchat/wakeonchat/host/config"
+	"github.com/wakeonchat/wakeonchat/host/openai"
+	"github.com/wakeonchat/wakeonchat/host/resolve"
+)
+
+// openAIDoor builds the OpenAI-compatible door on the same models, pods and
+// wake coordinator as /api/chat.
+func (a *App) openAIDoor(getenv func(string) string, models map[string]*resolve.Model, pods map[string]*resolve.Resolver) (*openai.Server, error) {
+	c := a.cfg
+	var provs []openai.Provider
+	for _, p := range c.Providers {
+		provs = append(provs, openai.Provider{Name: p.Name, ModelName: p.Model, Pod: p.Pod, Model: models[p.Name]})
+	}
+	views := make(map[string]openai.PodView, len(pods))
+	for name, r := range pods {
+		views[name] = r
+	}
+	replies, err := openai.NewRecognizer(c.Replies)
+	if err != nil {
+		return nil, fmt.Errorf("replies: %w", err)
+	}
+	var keys []string
+	if c.OpenAI.APIKeysEnv != "" {
+		keys = openai.ParseKeys(getenv(c.OpenAI.APIKeysEnv))
+		if len(keys) == 0 {
+			// Never a door open by mistake: a variable named but empty
+			// refuses every request.
+			a.log.Error("openai door refuses every request: its API keys variable is not set", "api_keys_env", c.OpenAI.APIKeysEnv)
+			keys = []string{refuseAll}
+		}
+	}
+	return openai.New(openai.Config{
+		Providers: provs, Wake: a.coord, Pods: views, Replies: replies,
+		Clock: a.clock, Logger: a.log, MaxBody: c.Server.MaxBodyBytes,
+		Keys: keys, CORSOrigins: c.OpenAI.CORSOrigins,
+		Hold: c.OpenAI.ColdStart == config.ColdStartHold, HoldMax: c.OpenAI.HoldMax.Duration, Keepalive: c.OpenAI.Keepalive.Duration,
+		WriteTimeout: c.Timings.CompletionTimeout.Duration,
+	}), nil
+}
+
+// refuseAll stands in for the keys when the keys variable is empty: no
+// bearer key equals it (it holds a space, which a header value's key never
+// keeps after trimming, and a NUL).
+const refuseAll = "\x00 no key"
+
+// routes sends /v1/ to the OpenAI door and everything else to /api/chat's
+// server.
+func routes(door, chat http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
+			door.ServeHTTP(w, r)
+			return
+		}
+		chat.ServeHTTP(w, r)
+	})
+}

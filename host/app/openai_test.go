@@ -1,0 +1,426 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	openaisdk "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/wakeonchat/wakeonchat/host/app"
+	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+)
+
+// The OpenAI door, end to end: the official OpenAI Go SDK against the real
+// host, its real plugins and the simulator, on a fake clock.
+
+// doorOptions say how to run a host for the door's tests.
+type doorOptions struct {
+	openai string            // the [openai] table's lines
+	env    map[string]string // Options.Getenv
+}
+
+// startDoor runs a simulated host with opts and returns it with an SDK
+// client on its door (no retries, so every request is one request).
+func startDoor(t *testing.T, o doorOptions, sdk ...option.RequestOption) (*testHost, openaisdk.Client) {
+	t.Helper()
+	clk := clock.NewFake(t0)
+	path := e2e.WriteConfig(t, e2e.Config{StartTimeout: startTimeout})
+	if o.openai != "" {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(f, "\n[openai]\n%s\n", o.openai)
+		f.Close()
+	}
+	logs := &e2e.Log{}
+	h := e2e.Start(t, app.Options{
+		ConfigPath: path, Simulate: true, Logger: logs.Logger(slog.LevelDebug),
+		Getenv: func(k string) string { return o.env[k] }, Clock: clk, PluginDir: binDir,
+	}, logs, nil)
+	th := &testHost{Host: h, clock: clk, log: logs}
+	opts := append([]option.RequestOption{
+		option.WithBaseURL(h.Base + "/v1/"), option.WithAPIKey("sk-client"), option.WithMaxRetries(0),
+		option.WithHTTPClient(h.Client),
+	}, sdk...)
+	return th, openaisdk.NewClient(opts...)
+}
+
+func userTurn(text string) openaisdk.ChatCompletionNewParams {
+	return openaisdk.ChatCompletionNewParams{
+		Model:    "qwen",
+		Messages: []openaisdk.ChatCompletionMessageParamUnion{openaisdk.UserMessage(text)},
+	}
+}
+
+// sdkContext bounds one SDK call in real time.
+func sdkContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// ask is a non-streaming completion; it returns the content and the
+// X-Wake-State.
+func askSDK(t *testing.T, c openaisdk.Client, p openaisdk.ChatCompletionNewParams) (string, string) {
+	t.Helper()
+	var resp *http.Response
+	cc, err := c.Chat.Completions.New(sdkContext(t), p, option.WithResponseInto(&resp))
+	if err != nil {
+		t.Fatalf("chat.completions.create: %v", err)
+	}
+	if len(cc.Choices) != 1 || cc.Choices[0].FinishReason != "stop" || cc.Choices[0].Message.Role != "assistant" || cc.Object != "chat.completion" {
+		t.Errorf("completion is not one assistant message that stops: %s", cc.RawJSON())
+	}
+	return cc.Choices[0].Message.Content, resp.Header.Get("X-Wake-State")
+}
+
+// streamed is what a streaming completion gave the SDK.
+type streamed struct {
+	content string
+	state   string // X-Wake-State
+	ids     map[string]bool
+	chunks  int
+}
+
+// streamSDK runs a streaming completion to its end through the SDK's
+// accumulator and checks what strict clients check.
+func streamSDK(t *testing.T, c openaisdk.Client, p openaisdk.ChatCompletionNewParams) streamed {
+	t.Helper()
+	var resp *http.Response
+	st := c.Chat.Completions.NewStreaming(sdkContext(t), p, option.WithResponseInto(&resp))
+	defer st.Close()
+	acc := openaisdk.ChatCompletionAccumulator{}
+	out := streamed{ids: map[string]bool{}}
+	first := true
+	for st.Next() {
+		ch := st.Current()
+		acc.AddChunk(ch)
+		out.ids[ch.ID] = true
+		out.chunks++
+		if first && (len(ch.Choices) == 0 || ch.Choices[0].Delta.Role != "assistant") {
+			t.Errorf("the first chunk has no assistant role: %s", ch.RawJSON())
+		}
+		first = false
+		if ch.Object != "chat.completion.chunk" || ch.Created == 0 || ch.Model == "" {
+			t.Errorf("chunk without object, created or model: %s", ch.RawJSON())
+		}
+	}
+	if err := st.Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	if len(out.ids) != 1 {
+		t.Errorf("chunk ids %v, want one id for the whole answer", out.ids)
+	}
+	if len(acc.Choices) != 1 || acc.Choices[0].FinishReason != "stop" {
+		t.Errorf("the stream does not end with finish_reason stop: %+v", acc.Choices)
+	}
+	if len(acc.Choices) > 0 {
+		out.content = acc.Choices[0].Message.Content
+	}
+	out.state = resp.Header.Get("X-Wake-State")
+	return out
+}
+
+// wakeToReady asks once (the wake) and moves the clock past the simulated
+// nine-minute wake.
+func wakeToReady(t *testing.T, h *testHost, c openaisdk.Client) {
+	t.Helper()
+	if got, _ := askSDK(t, c, userTurn("wake up")); got != e2e.ReplyWaking {
+		t.Fatalf("first ask: %q, want the waking reply", got)
+	}
+	stepThrough(h.clock, t0.Add(9*time.Minute+10*time.Second), time.Minute)
+}
+
+// stepThrough moves the fake clock to target in steps of at most step,
+// each once something waits on the clock (a wake's watch, a held request)
+// or, once nothing does (the watch ends when the wake is ready), after a
+// short real-time wait.
+func stepThrough(c *clock.Fake, target time.Time, step time.Duration) {
+	for now := c.Now(); now.Before(target); now = c.Now() {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_ = c.BlockUntilWaiters(ctx, 1)
+		cancel()
+		c.Advance(min(step, target.Sub(now)))
+	}
+}
+
+// GET /v1/models answers from config while the pod sleeps, and wakes
+// nothing.
+func TestOpenAIModelsWhileAsleep(t *testing.T) {
+	h, c := startDoor(t, doorOptions{})
+	page, err := c.Models.List(sdkContext(t))
+	if err != nil {
+		t.Fatalf("models.list: %v", err)
+	}
+	var ids []string
+	for _, m := range page.Data {
+		ids = append(ids, m.ID)
+		if m.Object != "model" || m.OwnedBy != "wake-on-chat" || m.Created != t0.Unix() {
+			t.Errorf("model %s", m.RawJSON())
+		}
+	}
+	if diff := cmp.Diff([]string{"qwen"}, ids); diff != "" {
+		t.Errorf("models (-want +got):\n%s", diff)
+	}
+	if n := h.sim(t).StartRequests("qwen"); n != 0 {
+		t.Errorf("listing the models sent %d start requests", n)
+	}
+	if p, _ := h.pod(t); p.State != "asleep" {
+		t.Errorf("state %q after listing, want asleep", p.State)
+	}
+}
+
+// A whole wake through the SDK, non-streaming and streaming alternately:
+// waking, still waking, loading, the model's answer (streamed chunk by
+// chunk), with the host's replies in the history left out of what the
+// model gets. One start request.
+func TestOpenAIWakeThroughTheSDK(t *testing.T) {
+	h, c := startDoor(t, doorOptions{})
+	s := h.sim(t)
+
+	got, state := askSDK(t, c, userTurn("hello"))
+	if got != e2e.ReplyWaking || state != "waking" {
+		t.Errorf("asleep: %q (X-Wake-State %q), want the waking reply, waking", got, state)
+	}
+	stepTo(t, h.clock, t0.Add(3*time.Minute), time.Minute)
+	if st := streamSDK(t, c, userTurn("hello")); st.content != e2e.ReplyStillWaking(3) || st.state != "waking" || st.chunks != 3 {
+		t.Errorf("+3m streamed: %q (%d chunks, X-Wake-State %q), want the still-waking reply in 3 chunks", st.content, st.chunks, st.state)
+	}
+	stepTo(t, h.clock, t0.Add(6*time.Minute+40*time.Second), time.Minute)
+	if got, state := askSDK(t, c, userTurn("hello")); got != replyLoadingWaking(6) || state != "loading" {
+		t.Errorf("+6m40s: %q (X-Wake-State %q), want the loading reply, loading", got, state)
+	}
+	stepTo(t, h.clock, t0.Add(9*time.Minute+10*time.Second), time.Minute)
+
+	// The client sends back what it was shown: the replies go, the two
+	// user turns around each become one.
+	history := openaisdk.ChatCompletionNewParams{Model: "qwen", Messages: []openaisdk.ChatCompletionMessageParamUnion{
+		openaisdk.SystemMessage("be brief"),
+		openaisdk.UserMessage("first"),
+		openaisdk.AssistantMessage(e2e.ReplyWaking),
+		openaisdk.UserMessage("second"),
+		openaisdk.AssistantMessage(replyLoadingWaking(6)),
+		openaisdk.UserMessage("third"),
+	}}
+	if got, state := askSDK(t, c, history); got != "echo: first\n\nsecond\n\nthird" || state != "ready" {
+		t.Errorf("ready: %q (X-Wake-State %q), want the model's echo of the joined user turns, ready", got, state)
+	}
+	st := streamSDK(t, c, userTurn("how are you"))
+	if st.content != "echo: how are you" || st.state != "ready" {
+		t.Errorf("ready, streamed: %q (X-Wake-State %q), want the model's echo, ready", st.content, st.state)
+	}
+	if st.chunks != 6 { // role, "echo: ", "how ", "are ", "you", stop
+		t.Errorf("ready, streamed in %d chunks, want the model's 6 relayed", st.chunks)
+	}
+	if n := s.StartRequests("qwen"); n != 1 {
+		t.Errorf("start requests: %d, want 1", n)
+	}
+	if n := s.StreamsDone(); n != 1 {
+		t.Errorf("the model streamed %d answers to their end, want 1", n)
+	}
+}
+
+// A model that stays up without answering is stuck, said the same way.
+func TestOpenAIStuckReply(t *testing.T) {
+	h, c := startDoor(t, doorOptions{})
+	h.sim(t).NeverReady("qwen", true)
+	askSDK(t, c, userTurn("hello"))
+	stepTo(t, h.clock, t0.Add(27*time.Minute), time.Minute)
+	st := streamSDK(t, c, userTurn("hello"))
+	if !strings.Contains(st.content, "it may be stuck") || st.state != "stuck" {
+		t.Errorf("+27m: %q (X-Wake-State %q), want the stuck reply, stuck", st.content, st.state)
+	}
+}
+
+// A client that leaves mid-stream cancels the model's request at once.
+func TestOpenAIClientLeavesMidStream(t *testing.T) {
+	h, c := startDoor(t, doorOptions{})
+	s := h.sim(t)
+	wakeToReady(t, h, c)
+	s.SetStreamGap(time.Hour) // the model holds the second word until its client leaves
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := c.Chat.Completions.NewStreaming(ctx, userTurn("a long answer"))
+	for range 2 { // the role, then "echo: "
+		if !st.Next() {
+			t.Fatalf("the stream ended early: %v", st.Err())
+		}
+	}
+	if got := st.Current().Choices[0].Delta.Content; got != "echo: " {
+		t.Fatalf("second chunk %q, want %q", got, "echo: ")
+	}
+	cancel()
+	st.Close()
+
+	e2e.WaitCount(t, "streams the model lost its client in", 1, s.StreamsCut, waitFor)
+	if n := s.StreamsDone(); n != 0 {
+		t.Errorf("the model streamed %d answers to their end, want 0", n)
+	}
+}
+
+// Hold mode: a streaming request that finds the pod asleep wakes it and is
+// held, with keepalives the SDK ignores, until the model is freshly ready;
+// it then runs once and the model's answer is the stream's.
+func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
+	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\"\nkeepalive = \"15s\""})
+	s := h.sim(t)
+
+	type result struct {
+		content string
+		chunks  int
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		st := c.Chat.Completions.NewStreaming(ctx, userTurn("held"))
+		defer st.Close()
+		acc := openaisdk.ChatCompletionAccumulator{}
+		n := 0
+		for st.Next() {
+			acc.AddChunk(st.Current())
+			n++
+		}
+		r := result{chunks: n, err: st.Err()}
+		if len(acc.Choices) > 0 {
+			r.content = acc.Choices[0].Message.Content
+		}
+		done <- r
+	}()
+	h.log.WaitLine(t, "openai request held for pod qwen", 1, waitFor)
+	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	if n := s.StartRequests("qwen"); n != 1 {
+		t.Errorf("start requests once held: %d, want 1", n)
+	}
+	stepThrough(h.clock, t0.Add(10*time.Minute), 30*time.Second)
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(waitFor):
+		t.Fatalf("the held request did not end once the model was ready; the log:\n%s", h.log)
+	}
+	if r.err != nil || r.content != "echo: held" {
+		t.Errorf("held stream: %q, %v; want the model's echo", r.content, r.err)
+	}
+	if n := s.StreamsDone(); n != 1 {
+		t.Errorf("the model answered %d streams, want exactly 1: the held request ran once", n)
+	}
+	h.log.WaitLine(t, "openai held request ran for pod qwen", 1, waitFor)
+}
+
+// Auth on: the door wants one of the keys; off (every other test): any.
+// The keys reach no log.
+func TestOpenAIAuth(t *testing.T) {
+	const keys = "sk-door-5f1e2d3c, sk-door-9a8b7c6d"
+	opts := doorOptions{openai: `api_keys_env = "DOOR_KEYS"`, env: map[string]string{"DOOR_KEYS": keys}}
+	h, c := startDoor(t, opts)
+	_, err := c.Models.List(sdkContext(t))
+	var apiErr *openaisdk.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized || apiErr.Code != "invalid_api_key" {
+		t.Errorf("a wrong key: %v, want a 401 invalid_api_key", err)
+	}
+	_, err = c.Chat.Completions.New(sdkContext(t), userTurn("hello"))
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a wrong key, completion: %v, want a 401", err)
+	}
+	if n := h.sim(t).StartRequests("qwen"); n != 0 {
+		t.Errorf("an unauthorised completion sent %d start requests", n)
+	}
+	good := openaisdk.NewClient(option.WithBaseURL(h.Base+"/v1/"), option.WithAPIKey("sk-door-9a8b7c6d"), option.WithMaxRetries(0), option.WithHTTPClient(h.Client))
+	if got, _ := askSDK(t, good, userTurn("hello")); got != e2e.ReplyWaking {
+		t.Errorf("the second key: %q, want the waking reply", got)
+	}
+	h.log.CheckNoSecrets(t, "sk-door-5f1e2d3c", "sk-door-9a8b7c6d", "sk-client")
+}
+
+// One burst across both doors at an asleep pod makes one wake: one start,
+// one waking reply, every other turn still waking.
+func TestOneWakeForBothDoors(t *testing.T) {
+	const each = 40
+	h, c := startDoor(t, doorOptions{})
+	h.Client.Transport = &http.Transport{MaxIdleConnsPerHost: 3 * each}
+	s := h.sim(t)
+
+	replies := make(chan string, 3*each)
+	errs := make(chan error, 3*each)
+	var wg sync.WaitGroup
+	begin := make(chan struct{})
+	for i := range each {
+		wg.Go(func() {
+			<-begin
+			status, raw, err := h.send(http.MethodPost, "/api/chat", chatRequest{Message: "hello", SessionID: fmt.Sprintf("s-%d", i)})
+			if err != nil || status != 200 {
+				errs <- fmt.Errorf("/api/chat: %d %v %s", status, err, raw)
+				return
+			}
+			var r chatReply
+			if err := jsonUnmarshal(raw, &r); err != nil {
+				errs <- err
+				return
+			}
+			replies <- r.Reply
+		})
+		wg.Go(func() {
+			<-begin
+			cc, err := c.Chat.Completions.New(context.Background(), userTurn("hello"))
+			if err != nil {
+				errs <- fmt.Errorf("/v1 non-streaming: %w", err)
+				return
+			}
+			replies <- cc.Choices[0].Message.Content
+		})
+		wg.Go(func() {
+			<-begin
+			st := c.Chat.Completions.NewStreaming(context.Background(), userTurn("hello"))
+			defer st.Close()
+			acc := openaisdk.ChatCompletionAccumulator{}
+			for st.Next() {
+				acc.AddChunk(st.Current())
+			}
+			if err := st.Err(); err != nil || len(acc.Choices) != 1 {
+				errs <- fmt.Errorf("/v1 streaming: %v", err)
+				return
+			}
+			replies <- acc.Choices[0].Message.Content
+		})
+	}
+	close(begin)
+	wg.Wait()
+	close(replies)
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	got := map[string]int{}
+	for r := range replies {
+		got[r]++
+	}
+	want := map[string]int{e2e.ReplyWaking: 1, e2e.ReplyStillWaking(0): 3*each - 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("replies across both doors (-want +got):\n%s", diff)
+	}
+	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	if n := s.StartRequests("qwen"); n != 1 {
+		t.Errorf("start requests: %d, want exactly 1", n)
+	}
+	if n := len(h.log.Matching(t, "provider not ready for pod qwen (status EXITED) → wake")); n != 1 {
+		t.Errorf("%d wake decisions logged, want 1", n)
+	}
+}
+
+func jsonUnmarshal(raw string, v any) error { return json.Unmarshal([]byte(raw), v) }

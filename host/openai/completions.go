@@ -1,0 +1,189 @@
+package openai
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/engine"
+	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/machines"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// The X-Wake-State header on every completion answer: the pod lifecycle
+// state of the model's pod ("ready" when the model answered), or "unknown"
+// when the answer concerns no pod.
+const (
+	wakeStateHeader = "X-Wake-State"
+	stateUnknown    = "unknown"
+	stateReady      = string(machines.Ready)
+)
+
+// turn is one POST /v1/chat/completions on its way.
+type turn struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	rc   *http.ResponseController
+	req  *request
+	p    *Provider
+	body []byte // what goes to the model
+	// started is true once a stream's head was sent: from then on every
+	// answer, a reply or an error, is told inside the stream.
+	started bool
+}
+
+func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set(wakeStateHeader, stateUnknown)
+	if !allow(w, r, http.MethodPost) {
+		return
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, &apiError{kind: kindTooLarge, message: fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBody)})
+			return
+		}
+		writeError(w, badRequest("", "the body could not be read"))
+		return
+	}
+	req, aerr := parseRequest(raw)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	p, ok := s.byName[req.model]
+	if !ok {
+		writeError(w, modelNotFound(req.model))
+		return
+	}
+	msgs, removed, err := s.cfg.Replies.strip(req.messages)
+	if err != nil {
+		writeError(w, &apiError{kind: kindInternal, message: "the messages could not be prepared"})
+		return
+	}
+	if removed > 0 {
+		s.cfg.Logger.Debug("openai: the host's own replies taken out of the messages", "provider", p.Name, "removed", removed)
+	}
+	t := &turn{w: w, r: r, rc: http.NewResponseController(w), req: req, p: p, body: req.forward(p.ModelName, msgs)}
+	// The server's read timeout would end a long answer's context: the
+	// body is read, nothing more is.
+	_ = t.rc.SetReadDeadline(time.Time{})
+	defer func() {
+		if v := recover(); v != nil {
+			s.cfg.Logger.Error("openai turn panicked", "provider", p.Name, "panic", fmt.Sprint(v))
+			s.fail(t, &apiError{kind: kindInternal, message: "the host failed on this request"})
+		}
+	}()
+
+	resp, err := p.Model.Stream(r.Context(), t.body)
+	if err == nil {
+		s.relay(t, resp, stateReady)
+		return
+	}
+	nr, ok := s.wakeable(p, err)
+	if !ok {
+		s.failed(t, err)
+		return
+	}
+	d, err := s.cfg.Wake.NotReady(r.Context(), nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading)
+	if err != nil {
+		s.failed(t, err)
+		return
+	}
+	if s.cfg.Hold && holdable(d.To) {
+		s.hold(t, nr.Pod, d)
+		return
+	}
+	s.reply(t, d.Text, string(d.To))
+}
+
+// wakeable finds a not-ready error the machine may act on: retryable,
+// about the provider's configured pod (D4, D5).
+func (s *Server) wakeable(p *Provider, err error) (*resolve.NotReadyError, bool) {
+	var nr *resolve.NotReadyError
+	if !errors.As(err, &nr) || !nr.Retryable || p.Pod == "" || nr.Pod != p.Pod {
+		return nil, false
+	}
+	if _, ok := s.cfg.Pods[nr.Pod]; !ok {
+		return nil, false
+	}
+	return nr, true
+}
+
+// state is the X-Wake-State of an answer about p that is not the model's:
+// its pod's recorded state.
+func (s *Server) state(p *Provider) string {
+	if p.Pod == "" {
+		return stateUnknown
+	}
+	rec, err := s.cfg.Wake.Record(p.Pod)
+	if err != nil || rec.State == "" {
+		return stateUnknown
+	}
+	return string(rec.State)
+}
+
+// failed answers a provider or config-class failure (never a wake) and
+// logs it, once, here.
+func (s *Server) failed(t *turn, err error) {
+	s.cfg.Logger.Error("openai turn failed", "provider", t.p.Name, "err", scrub(err.Error()))
+	s.fail(t, failure(err))
+}
+
+// fail answers e: as its status before a stream's head, as an error event
+// inside the stream after it.
+func (s *Server) fail(t *turn, e *apiError) {
+	if !t.started {
+		t.w.Header().Set(wakeStateHeader, s.state(t.p))
+		writeError(t.w, e)
+		return
+	}
+	t.event(e.body())
+}
+
+// failure maps a failed turn to its answer: a model's own complaint about
+// the request is relayed with its status, scrubbed; every other failure is
+// a 502 (D5), marked x-should-retry: false when a retry cannot help or
+// must not happen (the payload may have been processed, D10).
+func failure(err error) *apiError {
+	var ce *resolve.ConfigError
+	if errors.As(err, &ce) {
+		return &apiError{kind: kindProviderFailed, noRetry: true,
+			message: "the model provider is not usable: its configuration is incomplete (the host's log says why)"}
+	}
+	var pe *resolve.ProviderError
+	if !errors.As(err, &pe) {
+		return &apiError{kind: kindProviderFailed, noRetry: true, message: "the model provider failed"}
+	}
+	var cerr *pluginapi.CompletionError
+	if errors.As(pe.Err, &cerr) {
+		if e := modelError(cerr); e != nil {
+			return e
+		}
+	}
+	return &apiError{kind: kindProviderFailed, noRetry: !pe.FallbackEligible(), message: "the model provider failed: " + reason(pe)}
+}
+
+// reason says in the door's words why a provider failed.
+func reason(pe *resolve.ProviderError) string {
+	switch {
+	case pe.Aborted && pe.Status == http.StatusOK:
+		return "the answer stopped before its end"
+	case pe.Aborted:
+		return "the completion timed out"
+	case pe.TransportFailure:
+		return "no response from the model"
+	case pe.Status == http.StatusOK:
+		return "the answer broke off or could not be read"
+	case pe.Status != 0:
+		return fmt.Sprintf("the model answered HTTP %d", pe.Status)
+	}
+	return "the provider plugin failed"
+}
+
+// holdable reports whether a pod in state s becomes ready by waiting.
+func holdable(s engine.State) bool { return s == machines.Waking || s == machines.Loading }

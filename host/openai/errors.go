@@ -1,0 +1,142 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// kind is a class of error the door answers, mapped to its status, type
+// and code in one table.
+type kind int
+
+const (
+	kindBadRequest     kind = iota // the request is malformed; names the field
+	kindModelNotFound              // model is not a provider's name
+	kindUnauthorized               // keys are configured and the bearer key is missing or wrong
+	kindNotFound                   // no such endpoint
+	kindMethod                     // the endpoint does not take this method
+	kindTooLarge                   // the body is over [server] max_body_bytes
+	kindProviderFailed             // a provider or config-class failure (D5): never wakes
+	kindInternal                   // a bug on the host's side
+)
+
+// errorClass is one row of the table.
+type errorClass struct {
+	status int
+	typ    string
+	code   string // "" for null
+	// noRetry sets x-should-retry: false: the SDKs retry 408, 409, 429
+	// and 5xx, and a retry of this one cannot help.
+	noRetry bool
+}
+
+var errorClasses = map[kind]errorClass{
+	kindBadRequest:     {status: http.StatusBadRequest, typ: "invalid_request_error"},
+	kindModelNotFound:  {status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found"},
+	kindUnauthorized:   {status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key"},
+	kindNotFound:       {status: http.StatusNotFound, typ: "invalid_request_error", code: "unknown_url"},
+	kindMethod:         {status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed"},
+	kindTooLarge:       {status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large"},
+	kindProviderFailed: {status: http.StatusBadGateway, typ: "api_error", code: "provider_failed"},
+	kindInternal:       {status: http.StatusInternalServerError, typ: "api_error", code: "internal_error", noRetry: true},
+}
+
+// apiError is an error the door answers in the OpenAI shape. message is
+// written by this package, or scrubbed, never an error's raw text.
+type apiError struct {
+	kind    kind
+	message string
+	param   string // the field at fault; "" for null
+	// status, typ and code, when set, override the table's: a model's own
+	// 4xx relayed (see modelError).
+	status  int
+	typ     string
+	code    string
+	noRetry bool
+}
+
+func (e *apiError) Error() string { return e.message }
+
+func (e *apiError) class() errorClass {
+	c := errorClasses[e.kind]
+	if e.status != 0 {
+		c.status = e.status
+	}
+	if e.typ != "" {
+		c.typ = e.typ
+	}
+	if e.code != "" {
+		c.code = e.code
+	}
+	c.noRetry = c.noRetry || e.noRetry
+	return c
+}
+
+func badRequest(param, message string) *apiError {
+	return &apiError{kind: kindBadRequest, param: param, message: message}
+}
+
+// errorBody is {"error":{"message","type","param","code"}}.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+func orNull(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func (e *apiError) body() errorBody {
+	c := e.class()
+	return errorBody{Error: errorDetail{Message: e.message, Type: c.typ, Param: orNull(e.param), Code: orNull(c.code)}}
+}
+
+// writeError answers e with its status and the OpenAI error shape.
+func writeError(w http.ResponseWriter, e *apiError) {
+	c := e.class()
+	if c.noRetry {
+		w.Header().Set("X-Should-Retry", "false")
+	}
+	writeJSON(w, c.status, e.body())
+}
+
+// writeJSON writes v as the whole response body with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"internal error","type":"api_error","param":null,"code":"internal_error"}}`+"\n")
+	}
+	writeBytes(w, status, "application/json", b)
+}
+
+// marshal is v as JSON and a newline, without HTML escaping: a message
+// such as "Bearer <key>" reads as written.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+func writeBytes(w http.ResponseWriter, status int, contentType string, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,200 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wakeonchat/wakeonchat/host/openai"
+	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/machines"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// fakeModel is a hand-written openai.Model: each call runs its function
+// field and records the body it was given.
+type fakeModel struct {
+	mu     sync.Mutex
+	stream func(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error)
+	once   func(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error)
+	bodies []string
+	onces  int
+}
+
+func (f *fakeModel) Stream(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error) {
+	f.mu.Lock()
+	f.bodies = append(f.bodies, string(body))
+	fn := f.stream
+	f.mu.Unlock()
+	return fn(ctx, body)
+}
+
+func (f *fakeModel) StreamOnce(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error) {
+	f.mu.Lock()
+	f.bodies = append(f.bodies, string(body))
+	f.onces++
+	fn := f.once
+	f.mu.Unlock()
+	return fn(ctx, body)
+}
+
+func (f *fakeModel) sent() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.bodies...)
+}
+
+// answer is a model's 200 with body.
+func answer(contentType, body string) func(context.Context, []byte) (*pluginapi.StreamResponse, error) {
+	return func(context.Context, []byte) (*pluginapi.StreamResponse, error) {
+		return &pluginapi.StreamResponse{Status: 200, Header: http.Header{"Content-Type": {contentType}},
+			Body: io.NopCloser(strings.NewReader(body))}, nil
+	}
+}
+
+func fails(err error) func(context.Context, []byte) (*pluginapi.StreamResponse, error) {
+	return func(context.Context, []byte) (*pluginapi.StreamResponse, error) { return nil, err }
+}
+
+// asleep is the not-ready error of pod qwen, EXITED.
+func asleep() error {
+	return resolve.NewNotReadyError("qwen", resolve.Resolution{Status: "EXITED", Lookup: pluginapi.LookupFound}, false)
+}
+
+// fakeCoord is a hand-written openai.Coordinator: NotReady returns the
+// next decision of its script (the last one again when it runs out) and
+// records its calls; Record returns rec.
+type fakeCoord struct {
+	mu        sync.Mutex
+	decisions []machines.Decision
+	calls     []string
+	rec       machines.Record
+}
+
+func (f *fakeCoord) NotReady(_ context.Context, pod, status, lookup string, modelLoading bool) (machines.Decision, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, pod+" "+status+" "+lookup)
+	d := f.decisions[0]
+	if len(f.decisions) > 1 {
+		f.decisions = f.decisions[1:]
+	}
+	return d, nil
+}
+
+func (f *fakeCoord) Record(pod string) (machines.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.rec
+	r.Pod = pod
+	if r.State == "" {
+		r.State = machines.Asleep
+	}
+	return r, nil
+}
+
+func (f *fakeCoord) setState(s machines.Record) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rec = s
+}
+
+func (f *fakeCoord) notReadyCalls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+// fakePod is a hand-written openai.PodView.
+type fakePod struct {
+	mu     sync.Mutex
+	res    resolve.Resolution
+	err    error
+	lookup func() // called at each Lookup, when set
+}
+
+func (f *fakePod) Lookup(context.Context) (resolve.Resolution, error) {
+	f.mu.Lock()
+	fn := f.lookup
+	f.mu.Unlock()
+	if fn != nil {
+		fn()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.res, f.err
+}
+
+func (f *fakePod) set(res resolve.Resolution) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.res = res
+}
+
+var waking = machines.Decision{Action: machines.ActionWake, Reply: machines.ReplyWaking, From: machines.Asleep, To: machines.Waking,
+	Text: "Waking the GPU brain — that takes about 9 minutes. Ask me again in a few minutes."}
+
+// door is a Server with one provider, qwen on the pod qwen (model name
+// qwen2.5), and the default replies.
+type door struct {
+	*openai.Server
+	model *fakeModel
+	coord *fakeCoord
+	pod   *fakePod
+}
+
+func newDoor(t *testing.T, change func(*openai.Config)) *door {
+	t.Helper()
+	rec, err := openai.NewRecognizer(machines.DefaultReplies())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &door{
+		model: &fakeModel{stream: answer("application/json", `{"ok":true}`)},
+		coord: &fakeCoord{decisions: []machines.Decision{waking}},
+		pod:   &fakePod{res: resolve.Resolution{Pod: "qwen", Status: "EXITED", Lookup: pluginapi.LookupFound}},
+	}
+	cfg := openai.Config{
+		Providers: []openai.Provider{{Name: "qwen", ModelName: "qwen2.5", Pod: "qwen", Model: d.model}},
+		Wake:      d.coord,
+		Pods:      map[string]openai.PodView{"qwen": d.pod},
+		Replies:   rec,
+		Created:   created,
+		NewID:     func() string { return "test" },
+	}
+	if change != nil {
+		change(&cfg)
+	}
+	d.Server = openai.New(cfg)
+	return d
+}
+
+// post serves one POST /v1/chat/completions with body.
+func (d *door) post(body string) *http.Response {
+	r, _ := http.NewRequest(http.MethodPost, "http://door/v1/chat/completions", strings.NewReader(body))
+	w := do(d.Handler(), r)
+	return w.Result()
+}
+
+func readBody(t *testing.T, r *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// decode is a JSON body as plain values.
+func decode(t *testing.T, body string) any {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(body), &v); err != nil {
+		t.Fatalf("body is not JSON: %v\n%s", err, body)
+	}
+	return v
+}

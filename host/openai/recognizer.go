@@ -1,0 +1,223 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/wakeonchat/wakeonchat/machines"
+)
+
+// Recognizer tells the host's own status replies from a model's answers,
+// so that a conversation a client sends back reaches the model without
+// them.
+//
+// It knows the replies by their templates ([replies] in wake.toml): each
+// template is rendered once with a marker in every field (a string field
+// gets a marker string, an int field a marker number), and the rendering
+// becomes a pattern: its text literally, each marker a pattern of what
+// that field renders as (minutes and statuses digits, a pod name, a clock
+// "15:04 UTC" with an optional date). A message is the host's when its
+// whole text, spaces around it aside, matches one of them. A template's
+// branches ({{if}}) are recognised only as the markers render them.
+type Recognizer struct {
+	re *regexp.Regexp
+}
+
+// fallbackReply is the one reply not rendered from a template: what the
+// door says when a template fails to render (a bug).
+const fallbackReply = "The GPU brain is not ready yet. Ask again shortly."
+
+// The field markers. Numbers are long and odd so that no template holds
+// them by chance.
+const (
+	markPod             = "\x00pod\x00"
+	markReadyAt         = "\x00readyAt\x00"
+	markWakeRequestedAt = "\x00wakeRequestedAt\x00"
+)
+
+var intMarks = []int{918273645, 918273647, 918273649, 918273651, 918273653}
+
+// fieldPatterns is what each marker matches.
+var fieldPatterns = map[string]string{
+	markPod:             `[a-z0-9-]{1,63}`,
+	markReadyAt:         `(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2} UTC`,
+	markWakeRequestedAt: `(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2} UTC`,
+}
+
+func init() {
+	for _, n := range intMarks {
+		fieldPatterns[strconv.Itoa(n)] = `-?\d+`
+	}
+}
+
+// NewRecognizer builds a Recognizer from the reply templates, by key. An
+// error names the template that does not render.
+func NewRecognizer(texts map[machines.ReplyKey]string) (*Recognizer, error) {
+	data := machines.ReplyData{
+		Pod: markPod, ElapsedMinutes: intMarks[0], ExpectedMinutes: intMarks[1], LoadingMinutes: intMarks[2],
+		IdleMinutes: intMarks[3], ReadyAt: markReadyAt, WakeRequestedAt: markWakeRequestedAt, Status: intMarks[4],
+	}
+	marks := make([]string, 0, len(fieldPatterns))
+	for m := range fieldPatterns {
+		marks = append(marks, regexp.QuoteMeta(m))
+	}
+	slices.Sort(marks)
+	split := regexp.MustCompile(strings.Join(marks, "|"))
+
+	keys := make([]machines.ReplyKey, 0, len(texts))
+	for k := range texts {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	alts := []string{regexp.QuoteMeta(fallbackReply)}
+	for _, k := range keys {
+		t, err := template.New(string(k)).Option("missingkey=error").Parse(texts[k])
+		if err != nil {
+			return nil, fmt.Errorf("reply %s: %w", k, err)
+		}
+		var b strings.Builder
+		if err := t.Execute(&b, data); err != nil {
+			return nil, fmt.Errorf("reply %s: %w", k, err)
+		}
+		out := strings.TrimSpace(b.String())
+		var pat strings.Builder
+		last := 0
+		for _, loc := range split.FindAllStringIndex(out, -1) {
+			pat.WriteString(regexp.QuoteMeta(out[last:loc[0]]))
+			pat.WriteString(fieldPatterns[out[loc[0]:loc[1]]])
+			last = loc[1]
+		}
+		pat.WriteString(regexp.QuoteMeta(out[last:]))
+		alts = append(alts, pat.String())
+	}
+	re, err := regexp.Compile(`^\s*(?:` + strings.Join(alts, "|") + `)\s*$`)
+	if err != nil {
+		return nil, fmt.Errorf("reply patterns: %w", err)
+	}
+	return &Recognizer{re: re}, nil
+}
+
+// Is reports whether text is one of the host's replies.
+func (r *Recognizer) Is(text string) bool {
+	return r != nil && r.re.MatchString(text)
+}
+
+// message is the part of a message the door reads.
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// contentText is a content as text: a string, or its text parts joined
+// (an assistant message the client shows may come back either way); ok
+// is false for anything else.
+func contentText(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil || len(parts) == 0 {
+		return "", false
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return "", false
+		}
+		b.WriteString(p.Text)
+	}
+	return b.String(), true
+}
+
+// strip takes the host's replies out of msgs, and returns nil when there
+// is none (the messages go as they are). A reply is an assistant message
+// whose whole text is one of the Recognizer's. Taking one out would leave
+// the user message before it next to the one after it; those two become
+// one, their texts joined by a blank line (the same text twice, a question
+// asked again, is kept once), so a conversation that alternated still
+// alternates. Every other message is kept byte for byte.
+func (r *Recognizer) strip(msgs []json.RawMessage) ([]byte, int, error) {
+	out := make([]json.RawMessage, 0, len(msgs))
+	removed := 0
+	mergeNext := false // the last message kept is a user message before a removed reply
+	for _, raw := range msgs {
+		var m message
+		_ = json.Unmarshal(raw, &m) // parseRequest checked it is an object with a role
+		if m.Role == "assistant" {
+			if text, ok := contentText(m.Content); ok && r.Is(text) {
+				removed++
+				mergeNext = len(out) > 0 && roleOf(out[len(out)-1]) == "user"
+				continue
+			}
+		}
+		if mergeNext && m.Role == "user" {
+			merged, err := mergeUser(out[len(out)-1], raw)
+			if err != nil {
+				return nil, 0, err
+			}
+			out[len(out)-1] = merged
+			continue // a further reply after it merges again
+		}
+		mergeNext = false
+		out = append(out, raw)
+	}
+	if removed == 0 {
+		return nil, 0, nil
+	}
+	b, err := json.Marshal(out)
+	return b, removed, err
+}
+
+func roleOf(raw json.RawMessage) string {
+	var m message
+	_ = json.Unmarshal(raw, &m)
+	return m.Role
+}
+
+// mergeUser is user message a with b's content after its own: strings
+// joined by a blank line (kept once when equal), parts concatenated. a's
+// other fields are kept.
+func mergeUser(a, b json.RawMessage) (json.RawMessage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(a, &fields); err != nil {
+		return nil, err
+	}
+	var mb message
+	if err := json.Unmarshal(b, &mb); err != nil {
+		return nil, err
+	}
+	ca := fields["content"]
+	var sa, sb string
+	if json.Unmarshal(ca, &sa) == nil && json.Unmarshal(mb.Content, &sb) == nil {
+		if sa == sb {
+			return a, nil // asked again: a as it was
+		}
+		fields["content"], _ = json.Marshal(sa + "\n\n" + sb)
+	} else {
+		pa, pb := asParts(ca), asParts(mb.Content)
+		fields["content"], _ = json.Marshal(append(pa, pb...))
+	}
+	return json.Marshal(fields)
+}
+
+// asParts is a content as an array of parts: a string becomes one text
+// part.
+func asParts(raw json.RawMessage) []json.RawMessage {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		p, _ := json.Marshal(map[string]string{"type": "text", "text": s})
+		return []json.RawMessage{p}
+	}
+	var parts []json.RawMessage
+	_ = json.Unmarshal(raw, &parts)
+	return parts
+}

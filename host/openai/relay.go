@@ -1,0 +1,194 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// relayChunk is the most bytes one read of a streamed answer takes; each
+// read is written and flushed at once.
+const relayChunk = 32 << 10
+
+// relay sends the model's 200. A stream is written read by read, each
+// flushed at once, through to its end (the model's data: [DONE]); a
+// non-streaming answer is read whole first, so that a body that fails is
+// still a clean 502. Closing the body, always, cancels the request
+// upstream when the client left before the end.
+func (s *Server) relay(t *turn, resp *pluginapi.StreamResponse, state string) {
+	defer func() { _ = resp.Body.Close() }()
+	if !t.req.stream {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, pluginapi.MaxAnswerBytes+1))
+		if err == nil && len(body) > pluginapi.MaxAnswerBytes {
+			err = &pluginapi.CompletionError{Status: http.StatusOK, Message: "response larger than 32 MiB"}
+		}
+		if err != nil {
+			s.brokeOff(t, err)
+			return
+		}
+		ct := resp.Header.Get("Content-Type")
+		if ct == "" {
+			ct = "application/json"
+		}
+		t.w.Header().Set(wakeStateHeader, state)
+		writeBytes(t.w, http.StatusOK, ct, body)
+		return
+	}
+	if !t.started {
+		ct := resp.Header.Get("Content-Type")
+		if ct == "" {
+			ct = "text/event-stream"
+		}
+		t.head(ct, state)
+	}
+	buf := make([]byte, relayChunk)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if werr := t.write(s, buf[:n]); werr != nil {
+				return // the client left; the deferred Close cancels upstream
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			return
+		case err != nil:
+			if t.r.Context().Err() == nil {
+				s.brokeOff(t, err)
+			}
+			return
+		}
+	}
+}
+
+// brokeOff answers a 200 whose body failed: the model had the payload, so
+// it must not be sent again (D10): x-should-retry: false.
+func (s *Server) brokeOff(t *turn, err error) {
+	s.cfg.Logger.Error("openai answer broke off", "provider", t.p.Name, "err", scrub(err.Error()))
+	msg := "the model provider failed: the answer broke off or could not be read"
+	var ce *pluginapi.CompletionError
+	if errors.As(err, &ce) && ce.Aborted {
+		msg = "the model provider failed: the answer stopped before its end"
+	}
+	s.fail(t, &apiError{kind: kindProviderFailed, noRetry: true, message: msg})
+}
+
+// head sends a stream's status and headers now.
+func (t *turn) head(contentType, state string) {
+	h := t.w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	h.Set(wakeStateHeader, state)
+	t.w.WriteHeader(http.StatusOK)
+	_ = t.rc.Flush()
+	t.started = true
+}
+
+// write writes b and flushes it, with the door's own write deadline.
+func (t *turn) write(s *Server, b []byte) error {
+	_ = t.rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	if _, err := t.w.Write(b); err != nil {
+		return err
+	}
+	return t.rc.Flush()
+}
+
+// event writes v as one SSE data event (an error inside a stream: the
+// SDKs raise it).
+func (t *turn) event(v any) {
+	b, _ := marshal(v) // ends in a newline
+	_, _ = t.w.Write(append(append([]byte("data: "), b...), '\n'))
+	_ = t.rc.Flush()
+}
+
+// The statuses of a model's own answer that are relayed: the request was at
+// fault (or too many), and saying so helps the client. Any other status is
+// the provider's failure, a 502.
+var relayedStatus = map[int]bool{
+	http.StatusBadRequest: true, http.StatusRequestEntityTooLarge: true,
+	http.StatusUnprocessableEntity: true, http.StatusTooManyRequests: true,
+}
+
+// modelError is a model's own error answer, relayed scrubbed, or nil when
+// it is not one to relay.
+func modelError(ce *pluginapi.CompletionError) *apiError {
+	if !relayedStatus[ce.Status] {
+		return nil
+	}
+	e := &apiError{kind: kindBadRequest, status: ce.Status, noRetry: ce.Status != http.StatusTooManyRequests,
+		message: "the model rejected the request"}
+	if ce.Status == http.StatusTooManyRequests {
+		e.typ, e.message = "rate_limit_error", "the model is rate limited; try again later"
+	}
+	var body struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Param   *string         `json:"param"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(ce.Body, &body) != nil {
+		return e
+	}
+	var nested struct {
+		Message string          `json:"message"`
+		Type    string          `json:"type"`
+		Param   *string         `json:"param"`
+		Code    json.RawMessage `json:"code"`
+	}
+	if json.Unmarshal(body.Error, &nested) == nil && nested.Message != "" {
+		body.Message, body.Type, body.Param, body.Code = nested.Message, nested.Type, nested.Param, nested.Code
+	}
+	if msg := scrub(body.Message); msg != "" {
+		e.message = msg
+	}
+	if typ := scrubWord(body.Type); typ != "" {
+		e.typ = typ
+	}
+	if body.Param != nil {
+		e.param = scrubWord(*body.Param)
+	}
+	var code string
+	if json.Unmarshal(body.Code, &code) == nil {
+		e.code = scrubWord(code)
+	}
+	return e
+}
+
+var (
+	urlPattern = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]*://[^\s"'<>]*`)
+	wordOnly   = regexp.MustCompile(`^[A-Za-z0-9_.\[\]-]{1,64}$`)
+)
+
+// maxRelayed caps a relayed message, in runes.
+const maxRelayed = 1000
+
+// scrub makes a model's message safe to relay: URLs out, one line, no
+// control characters, no markup, at most 1000 runes.
+func scrub(s string) string {
+	s = urlPattern.ReplaceAllString(s, "[url]")
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
+	if strings.ContainsAny(s, "<>") {
+		s = strings.NewReplacer("<", "", ">", "").Replace(s)
+	}
+	if r := []rune(s); len(r) > maxRelayed {
+		s = string(r[:maxRelayed]) + "…"
+	}
+	return s
+}
+
+// scrubWord keeps a param or code that is a plain word, and nothing else.
+func scrubWord(s string) string {
+	if wordOnly.MatchString(s) {
+		return s
+	}
+	return ""
+}

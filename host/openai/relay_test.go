@@ -1,0 +1,116 @@
+package openai_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+)
+
+// pipeModel answers a stream whose chunks the test writes one by one.
+type pipeModel struct {
+	w      *io.PipeWriter
+	ctxs   chan context.Context
+	closed chan struct{}
+}
+
+func newPipeModel(d *door) *pipeModel {
+	pm := &pipeModel{ctxs: make(chan context.Context, 1), closed: make(chan struct{})}
+	pr, pw := io.Pipe()
+	pm.w = pw
+	d.model.stream = func(ctx context.Context, _ []byte) (*pluginapi.StreamResponse, error) {
+		pm.ctxs <- ctx
+		// Like a plugin's body: the call's context ending ends the read.
+		context.AfterFunc(ctx, func() { pw.CloseWithError(ctx.Err()) })
+		return &pluginapi.StreamResponse{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+			Body: &closeNotify{ReadCloser: pr, closed: pm.closed}}, nil
+	}
+	return pm
+}
+
+type closeNotify struct {
+	io.ReadCloser
+	closed chan struct{}
+}
+
+func (c *closeNotify) Close() error {
+	close(c.closed)
+	return c.ReadCloser.Close()
+}
+
+// Each event reaches the client while the model still holds the next:
+// written and flushed at once, through to [DONE].
+func TestStreamRelayedChunkByChunk(t *testing.T) {
+	d := newDoor(t, nil)
+	pm := newPipeModel(d)
+	srv := httptest.NewServer(d.Handler())
+	defer srv.Close()
+
+	resp, err := http.Post(srv.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"qwen","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("X-Wake-State") != "ready" {
+		t.Errorf("headers %v", resp.Header)
+	}
+	lines := bufio.NewReader(resp.Body)
+	events := []string{`data: {"n":1}`, `data: {"n":2}`, `data: [DONE]`}
+	go func() {
+		for _, e := range events {
+			if _, err := io.WriteString(pm.w, e+"\n\n"); err != nil {
+				return
+			}
+		}
+		pm.w.Close()
+	}()
+	for _, want := range events {
+		// The pipe blocks the writer until this read took the event: the
+		// client has it before the next one exists.
+		got, err := lines.ReadString('\n')
+		if err != nil || strings.TrimSpace(got) != want {
+			t.Fatalf("event %q, %v; want %q", got, err, want)
+		}
+		if blank, _ := lines.ReadString('\n'); blank != "\n" {
+			t.Fatalf("no blank line after %q", want)
+		}
+	}
+	if rest, _ := io.ReadAll(lines); len(rest) != 0 {
+		t.Errorf("after [DONE]: %q", rest)
+	}
+	<-pm.closed
+}
+
+// A client that leaves mid-stream cancels the upstream request at once:
+// the model's context ends and its body is closed.
+func TestStreamClientDisconnectCancelsUpstream(t *testing.T) {
+	d := newDoor(t, nil)
+	pm := newPipeModel(d)
+	srv := httptest.NewServer(d.Handler())
+	defer srv.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"qwen","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _ = io.WriteString(pm.w, "data: {\"n\":1}\n\n") }()
+	if line, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil || line != "data: {\"n\":1}\n" {
+		t.Fatalf("first event %q, %v", line, err)
+	}
+	modelCtx := <-pm.ctxs
+
+	cancel()
+	resp.Body.Close()
+
+	<-modelCtx.Done() // the plugin's call ends with it; a test timeout otherwise
+	<-pm.closed
+}

@@ -1,0 +1,117 @@
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// streamState is the streaming controls and counters; guarded by Sim.mu.
+type streamState struct {
+	gap  time.Duration // real time between two word chunks
+	cut  int           // streams whose client left before [DONE]
+	done int           // streams that reached [DONE]
+}
+
+// SetStreamGap makes a streamed answer wait d of real time (not on the
+// Clock) between two word chunks; 0, the default, sends them at once.
+func (s *Sim) SetStreamGap(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stream.gap = d
+}
+
+// StreamsCut is how many streamed answers lost their client before their
+// end; StreamsDone how many were sent to the end.
+func (s *Sim) StreamsCut() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stream.cut
+}
+
+// StreamsDone is how many streamed answers were sent through to [DONE].
+func (s *Sim) StreamsDone() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stream.done
+}
+
+type streamChunk struct {
+	ID      string         `json:"id"`
+	Object  string         `json:"object"`
+	Created int64          `json:"created"`
+	Model   string         `json:"model"`
+	Choices []streamChoice `json:"choices"`
+	Usage   *chatUsage     `json:"usage,omitempty"`
+}
+
+type streamChoice struct {
+	Index        int         `json:"index"`
+	Delta        streamDelta `json:"delta"`
+	FinishReason *string     `json:"finish_reason"`
+}
+
+type streamDelta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+// writeStream answers content as vLLM streams it, one word per chunk.
+func (s *Sim) writeStream(w http.ResponseWriter, r *http.Request, id string, created int64, model, content string, includeUsage bool, u chatUsage) {
+	s.mu.Lock()
+	gap := s.stream.gap
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	send := func(c streamChunk) bool {
+		b, _ := json.Marshal(c)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		return rc.Flush() == nil
+	}
+	chunk := func(d streamDelta, finish *string) streamChunk {
+		return streamChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
+			Choices: []streamChoice{{Delta: d, FinishReason: finish}}}
+	}
+	empty := ""
+	ok := send(chunk(streamDelta{Role: "assistant", Content: &empty}, nil))
+	words := strings.SplitAfter(content, " ")
+	for i := 0; ok && i < len(words); i++ {
+		if i > 0 && gap > 0 {
+			t := time.NewTimer(gap)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				ok = false
+				continue
+			case <-s.closed:
+				t.Stop()
+				ok = false
+				continue
+			}
+		}
+		ok = send(chunk(streamDelta{Content: &words[i]}, nil))
+	}
+	stop := "stop"
+	ok = ok && send(chunk(streamDelta{}, &stop))
+	if ok && includeUsage {
+		ok = send(streamChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model, Choices: []streamChoice{}, Usage: &u})
+	}
+	if ok {
+		_, err := fmt.Fprint(w, "data: [DONE]\n\n")
+		ok = err == nil && rc.Flush() == nil
+	}
+	s.mu.Lock()
+	if ok {
+		s.stream.done++
+	} else {
+		s.stream.cut++
+	}
+	s.mu.Unlock()
+}
