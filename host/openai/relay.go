@@ -46,7 +46,7 @@ func (s *Server) relay(t *turn, resp *pluginapi.StreamResponse, state string) {
 		if ct == "" {
 			ct = "text/event-stream"
 		}
-		t.head(ct, state)
+		t.head(ct, state, true)
 	}
 	buf := make([]byte, relayChunk)
 	for {
@@ -80,15 +80,18 @@ func (s *Server) brokeOff(t *turn, err error) {
 	s.fail(t, &apiError{kind: kindProviderFailed, noRetry: true, message: msg})
 }
 
-// head sends a stream's status and headers now.
-func (t *turn) head(contentType, state string) {
+// head writes a stream's status and headers, sent now when flush is set
+// (a hold's head must leave at once), else with the first write.
+func (t *turn) head(contentType, state string, flush bool) {
 	h := t.w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	h.Set(wakeStateHeader, state)
 	t.w.WriteHeader(http.StatusOK)
-	_ = t.rc.Flush()
+	if flush {
+		_ = t.rc.Flush()
+	}
 	t.started = true
 }
 
