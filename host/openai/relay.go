@@ -30,7 +30,9 @@ func (s *Server) relay(t *turn, resp *pluginapi.StreamResponse, state string) {
 			err = &pluginapi.CompletionError{Status: http.StatusOK, Message: "response larger than 32 MiB"}
 		}
 		if err != nil {
-			s.brokeOff(t, err)
+			if t.r.Context().Err() == nil {
+				s.brokeOff(t, err)
+			}
 			return
 		}
 		ct := resp.Header.Get("Content-Type")
