@@ -48,6 +48,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRequest$$' -fuzztime $(FUZZTIME) ./host/chat/
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./host/config/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodePod$$' -fuzztime $(FUZZTIME) ./plugins/conductor/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRequest$$' -fuzztime $(FUZZTIME) ./host/openai/
 
 clean:
 	rm -rf $(BIN)

@@ -424,3 +424,18 @@ func TestOneWakeForBothDoors(t *testing.T) {
 }
 
 func jsonUnmarshal(raw string, v any) error { return json.Unmarshal([]byte(raw), v) }
+
+// A keys variable that is named but empty refuses every request, and says
+// so once at start-up: a typo never leaves the door open.
+func TestOpenAIEmptyKeysVariableRefusesAll(t *testing.T) {
+	h, c := startDoor(t, doorOptions{openai: `api_keys_env = "DOOR_KEYS"`})
+	_, err := c.Models.List(sdkContext(t))
+	var apiErr *openaisdk.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized {
+		t.Errorf("models.list: %v, want a 401", err)
+	}
+	line := h.log.WaitLine(t, "openai door refuses every request", 1, waitFor)
+	if line.Level != "ERROR" {
+		t.Errorf("the start-up line is %s, want ERROR", line.Level)
+	}
+}

@@ -130,6 +130,11 @@ func (s *Server) state(p *Provider) string {
 // failed answers a provider or config-class failure (never a wake) and
 // logs it, once, here.
 func (s *Server) failed(t *turn, err error) {
+	if t.r.Context().Err() != nil {
+		// The client left: nobody reads an answer, and it is no failure.
+		s.cfg.Logger.Debug("openai client left before the answer", "provider", t.p.Name)
+		return
+	}
 	s.cfg.Logger.Error("openai turn failed", "provider", t.p.Name, "err", scrub(err.Error()))
 	s.fail(t, failure(err))
 }

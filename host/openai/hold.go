@@ -25,7 +25,7 @@ func (s *Server) hold(t *turn, pod string, d machines.Decision) {
 	// The server's write timeout would cut a long hold.
 	_ = t.rc.SetWriteDeadline(time.Now().Add(s.cfg.HoldMax + s.cfg.WriteTimeout))
 	if t.req.stream {
-		t.head("text/event-stream", string(d.To))
+		t.head("text/event-stream", string(d.To), true)
 	}
 	s.cfg.Logger.Info("openai request held for pod "+pod, "pod", pod, "provider", t.p.Name, "state", string(d.To))
 	wakeAt := began

@@ -57,3 +57,12 @@ func TestModels(t *testing.T) {
 		})
 	}
 }
+
+// An unclean path is a JSON 404, not ServeMux's HTML redirect.
+func TestUncleanPath(t *testing.T) {
+	s := openai.New(openai.Config{Providers: []openai.Provider{{Name: "qwen"}}})
+	w := do(s.Handler(), httptest.NewRequest("GET", "/v1//models", nil))
+	if w.Code != 404 || w.Header().Get("Content-Type") != "application/json" {
+		t.Errorf("GET /v1//models: %d %s %s", w.Code, w.Header().Get("Content-Type"), w.Body)
+	}
+}

@@ -30,7 +30,9 @@ func (s *Server) relay(t *turn, resp *pluginapi.StreamResponse, state string) {
 			err = &pluginapi.CompletionError{Status: http.StatusOK, Message: "response larger than 32 MiB"}
 		}
 		if err != nil {
-			s.brokeOff(t, err)
+			if t.r.Context().Err() == nil {
+				s.brokeOff(t, err)
+			}
 			return
 		}
 		ct := resp.Header.Get("Content-Type")
@@ -46,7 +48,7 @@ func (s *Server) relay(t *turn, resp *pluginapi.StreamResponse, state string) {
 		if ct == "" {
 			ct = "text/event-stream"
 		}
-		t.head(ct, state)
+		t.head(ct, state, true)
 	}
 	buf := make([]byte, relayChunk)
 	for {
@@ -80,15 +82,18 @@ func (s *Server) brokeOff(t *turn, err error) {
 	s.fail(t, &apiError{kind: kindProviderFailed, noRetry: true, message: msg})
 }
 
-// head sends a stream's status and headers now.
-func (t *turn) head(contentType, state string) {
+// head writes a stream's status and headers, sent now when flush is set
+// (a hold's head must leave at once), else with the first write.
+func (t *turn) head(contentType, state string, flush bool) {
 	h := t.w.Header()
 	h.Set("Content-Type", contentType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
 	h.Set(wakeStateHeader, state)
 	t.w.WriteHeader(http.StatusOK)
-	_ = t.rc.Flush()
+	if flush {
+		_ = t.rc.Flush()
+	}
 	t.started = true
 }
 

@@ -77,7 +77,7 @@ func (s *Server) reply(t *turn, text, state string) {
 		return
 	}
 	if !t.started {
-		t.head("text/event-stream", state)
+		t.head("text/event-stream", state, false)
 	}
 	stop, empty := "stop", ""
 	c := chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"path"
 	"regexp"
 	"time"
 
@@ -137,7 +138,16 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{kind: kindNotFound, message: noEndpoint(r)})
 	})
-	return s.cors.wrap(s.auth.wrap(mux))
+	clean := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ServeMux answers an unclean path (/v1//models) with a redirect
+		// whose body is HTML; every answer here is JSON.
+		if p := r.URL.Path; p == "" || path.Clean(p) != p {
+			writeError(w, &apiError{kind: kindNotFound, message: noEndpoint(r)})
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+	return s.cors.wrap(s.auth.wrap(clean))
 }
 
 // allow answers 405 unless r uses method (HEAD goes with GET).

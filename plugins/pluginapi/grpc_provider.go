@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 
 	pb "github.com/wakeonchat/wakeonchat/plugins/pluginapi/proto"
 )
@@ -61,7 +62,7 @@ func (c *providerClient) Stream(ctx context.Context, req StreamRequest) (*Stream
 		return &StreamResponse{
 			Status: int(p.Head.GetStatus()),
 			Header: h,
-			Body:   &streamBody{ctx: ctx, st: st, cancel: cancel},
+			Body:   &streamBody{ctx: ctx, st: st, cancel: cancel, pending: p.Head.GetData()},
 		}, nil
 	}
 	cancel()
@@ -151,25 +152,62 @@ func (s *providerServer) Stream(req *pb.StreamRequest, srv pb.Provider_StreamSer
 	for name, values := range resp.Header {
 		head.Headers = append(head.Headers, &pb.Header{Name: name, Values: values})
 	}
-	if err := srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Head{Head: head}}); err != nil {
-		return err
-	}
+	// The body's first bytes usually come with the head (a whole
+	// non-streaming answer, a stream's first event): they travel in the
+	// head's message when they arrive within coalesceWait, which saves a
+	// message across the boundary; the head never waits longer for them.
 	buf := make([]byte, chunkSize)
-	for {
+	first := make(chan readResult, 1)
+	go func() {
 		n, err := resp.Body.Read(buf)
+		first <- readResult{n, err}
+	}()
+	var r readResult
+	timer := time.NewTimer(coalesceWait)
+	select {
+	case r = <-first:
+		timer.Stop()
+		head.Data = buf[:r.n]
+		if err := srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Head{Head: head}}); err != nil {
+			return err
+		}
+	case <-timer.C:
+		if err := srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Head{Head: head}}); err != nil {
+			<-first
+			return err
+		}
+		r = <-first
+		if r.n > 0 {
+			if err := srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Data{Data: buf[:r.n]}}); err != nil {
+				return err
+			}
+		}
+	}
+	for {
+		if r.err != nil {
+			if errors.Is(r.err, io.EOF) {
+				return nil
+			}
+			return srv.Send(failurePart(r.err, resp.Status))
+		}
+		n, err := resp.Body.Read(buf)
+		r = readResult{0, err}
 		if n > 0 {
 			// Send marshals before it returns: buf can be reused.
 			if serr := srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Data{Data: buf[:n]}}); serr != nil {
 				return serr
 			}
 		}
-		switch {
-		case errors.Is(err, io.EOF):
-			return nil
-		case err != nil:
-			return srv.Send(failurePart(err, resp.Status))
-		}
 	}
+}
+
+// coalesceWait is how long the head waits for the body's first bytes to
+// travel with it.
+const coalesceWait = time.Millisecond
+
+type readResult struct {
+	n   int
+	err error
 }
 
 // failurePart is err as a failure part; an error that is not a

@@ -8,7 +8,10 @@
 //     side with the same completion sent straight to the model;
 //  3. a burst of concurrent asks on an asleep pod: one start, every reply;
 //  4. how soon GET /api/pods/{name} says "ready" once the model answers;
-//  5. the processes' resident memory and the host's start-up time.
+//  5. the processes' resident memory and the host's start-up time;
+//  6. the OpenAI-compatible door: streaming time to first byte and relay
+//     cost per chunk, 64 concurrent streams (order, CPU per chunk), and the
+//     non-streaming ready path, each beside the model called directly.
 //
 // Each figure is the median of -runs runs, each on a fresh simulator and a
 // fresh host.
@@ -49,11 +52,12 @@ type plan struct {
 	readyPairs  int // measurement 2: turns through the host, and as many direct
 	warmup      int // measurement 2: pairs before measuring
 	burst       int // measurement 3
+	doorPairs   int // measurement 6: streams and non-streaming completions through the door, and as many direct
 }
 
 var (
-	fullPlan  = plan{runs: 5, seqAsks: 200, concAsks: 2000, concurrency: 64, readyPairs: 1000, warmup: 100, burst: 1000}
-	quickPlan = plan{runs: 2, seqAsks: 50, concAsks: 400, concurrency: 64, readyPairs: 200, warmup: 20, burst: 1000}
+	fullPlan  = plan{runs: 5, seqAsks: 200, concAsks: 2000, concurrency: 64, readyPairs: 1000, warmup: 100, burst: 1000, doorPairs: 300}
+	quickPlan = plan{runs: 2, seqAsks: 50, concAsks: 400, concurrency: 64, readyPairs: 200, warmup: 20, burst: 1000, doorPairs: 60}
 )
 
 func main() {
@@ -170,12 +174,24 @@ func (b *harness) measure(ctx context.Context) ([]row, error) {
 		}
 	}
 
+	var doors []doorRun
+	for i := range p.runs {
+		r, err := b.door(ctx, i)
+		if err != nil {
+			return nil, fmt.Errorf("measurement 6 (the OpenAI door), run %d: %w", i+1, err)
+		}
+		b.progressf("6 OpenAI door, run %d/%d: first byte added %s, per chunk %s, non-streaming added %s",
+			i+1, p.runs, us(r.ttfbAdded), us(r.perChunkAdded), us(r.plainAdded))
+		doors, startups = append(doors, r), append(startups, r.startup)
+	}
+
 	var rows []row
 	rows = append(rows, asleepRows(p, asleep)...)
 	rows = append(rows, readyRows(p, ready)...)
 	rows = append(rows, burstRows(p, bursts)...)
 	rows = append(rows, readinessRows(readiness[0], readiness[1])...)
 	rows = append(rows, footprintRows(fps, startups)...)
+	rows = append(rows, doorRows(p, doors)...)
 	return rows, nil
 }
 

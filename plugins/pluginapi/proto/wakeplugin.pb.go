@@ -707,9 +707,12 @@ func (*StreamPart_Failure) isStreamPart_Part() {}
 
 // StreamHead mirrors pluginapi.StreamResponse's status and headers.
 type StreamHead struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Status        int32                  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
-	Headers       []*Header              `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Status  int32                  `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	Headers []*Header              `protobuf:"bytes,2,rep,name=headers,proto3" json:"headers,omitempty"`
+	// The body's first bytes, when they arrived with the head: the first
+	// data part, carried in the same message.
+	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -754,6 +757,13 @@ func (x *StreamHead) GetStatus() int32 {
 func (x *StreamHead) GetHeaders() []*Header {
 	if x != nil {
 		return x.Headers
+	}
+	return nil
+}
+
+func (x *StreamHead) GetData() []byte {
+	if x != nil {
+		return x.Data
 	}
 	return nil
 }
@@ -941,11 +951,12 @@ const file_wakeplugin_proto_rawDesc = "" +
 	"\x04head\x18\x01 \x01(\v2 .wakeonchat.plugin.v1.StreamHeadH\x00R\x04head\x12\x14\n" +
 	"\x04data\x18\x02 \x01(\fH\x00R\x04data\x12C\n" +
 	"\afailure\x18\x03 \x01(\v2'.wakeonchat.plugin.v1.CompletionFailureH\x00R\afailureB\x06\n" +
-	"\x04part\"\\\n" +
+	"\x04part\"p\n" +
 	"\n" +
 	"StreamHead\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\x05R\x06status\x126\n" +
-	"\aheaders\x18\x02 \x03(\v2\x1c.wakeonchat.plugin.v1.HeaderR\aheaders\"4\n" +
+	"\aheaders\x18\x02 \x03(\v2\x1c.wakeonchat.plugin.v1.HeaderR\aheaders\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\"4\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06values\x18\x02 \x03(\tR\x06values\"\xa0\x01\n" +
