@@ -239,6 +239,13 @@ func (a *App) Shutdown(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(context.Background(), cutWait)
 		a.reqs.cutAll(cctx)
 		cancel()
+		// A cut handler has returned, but net/http finishes its answer
+		// (the last chunk, the flush) only after that: let the connections
+		// go idle before closing them, or the client reads EOF instead of
+		// its 503.
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		a.http.Shutdown(sctx)
+		cancel()
 		a.http.Close()
 	}
 	if err := a.close(ctx, graceRanOut); err != nil {
