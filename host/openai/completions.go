@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
@@ -69,9 +68,6 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.cfg.Logger.Debug("openai: the host's own replies taken out of the messages", "provider", p.Name, "removed", removed)
 	}
 	t := &turn{w: w, r: r, rc: http.NewResponseController(w), req: req, p: p, body: req.forward(p.ModelName, msgs)}
-	// The server's read timeout would end a long answer's context: the
-	// body is read, nothing more is.
-	_ = t.rc.SetReadDeadline(time.Time{})
 	defer func() {
 		if v := recover(); v != nil {
 			s.cfg.Logger.Error("openai turn panicked", "provider", p.Name, "panic", fmt.Sprint(v))
