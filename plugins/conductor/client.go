@@ -209,7 +209,7 @@ func decodePod(name string, body []byte) (pluginapi.Pod, error) {
 	}
 	var p podJSON
 	if err := json.Unmarshal(body, &p); err != nil {
-		return pluginapi.Pod{}, fmt.Errorf("conductor answered malformed JSON: %s", jsonProblem(err))
+		return pluginapi.Pod{}, fmt.Errorf("conductor answered malformed JSON: %s", pluginapi.JSONProblem(err))
 	}
 	lookup := pluginapi.LookupFound
 	if p.Lookup != nil && *p.Lookup != "" {
@@ -232,19 +232,4 @@ func decodePod(name string, body []byte) (pluginapi.Pod, error) {
 		ReadySince: pluginapi.ParseReadySince(p.ReadySince),
 		Lookup:     lookup,
 	}, nil
-}
-
-// jsonProblem says what is wrong with a body without quoting it.
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("syntax error at offset %d", syntax.Offset)
-	case errors.As(err, &typ):
-		return fmt.Sprintf("field %s is a JSON %s", typ.Field, typ.Value)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "truncated"
-	}
-	return "invalid"
 }

@@ -94,7 +94,8 @@ func CompleteVia(ctx context.Context, s Streamer, endpoint string, req Completio
 	return ReadContent(resp)
 }
 
-// JSONProblem says what is wrong with a JSON body without quoting it.
+// JSONProblem says what is wrong with a JSON body without quoting it: the
+// plugins and the host's adapters use it for every body they decode.
 func JSONProblem(err error) string {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
@@ -103,6 +104,8 @@ func JSONProblem(err error) string {
 		return fmt.Sprintf("syntax error at offset %d", syntax.Offset)
 	case errors.As(err, &typ):
 		return fmt.Sprintf("field %s is a JSON %s", typ.Field, typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "truncated"
 	}
 	return "invalid"
 }
