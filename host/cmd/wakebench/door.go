@@ -174,18 +174,8 @@ func (r streamResult) inOrder() bool {
 // door runs measurement 6 once, on a fresh simulator and host with the pod
 // ready.
 func (b *harness) door(ctx context.Context, run int) (r doorRun, err error) {
-	s, err := startSim(readySim())
+	s, proxy, h, err := b.readyWorld(ctx)
 	if err != nil {
-		return r, err
-	}
-	proxy, err := wakeSim(ctx, s)
-	if err != nil {
-		s.Close()
-		return r, err
-	}
-	h, err := startHost(ctx, b.work, b.binDir, hostSpec{conductorURL: s.URL()})
-	if err != nil {
-		s.Close()
 		return r, err
 	}
 	defer func() { err = errors.Join(err, h.stop(), s.Close()) }()

@@ -44,18 +44,8 @@ type readyRun struct {
 // /api/chat (a new session each time, as a fresh client would) and straight
 // to the simulated model, one request at a time.
 func (b *harness) ready(ctx context.Context, run int) (r readyRun, err error) {
-	s, err := startSim(readySim())
+	s, proxy, h, err := b.readyWorld(ctx)
 	if err != nil {
-		return r, err
-	}
-	proxy, err := wakeSim(ctx, s)
-	if err != nil {
-		s.Close()
-		return r, err
-	}
-	h, err := startHost(ctx, b.work, b.binDir, hostSpec{conductorURL: s.URL()})
-	if err != nil {
-		s.Close()
 		return r, err
 	}
 	defer func() { err = errors.Join(err, h.stop(), s.Close()) }()
@@ -111,6 +101,26 @@ func (b *harness) ready(ctx context.Context, run int) (r readyRun, err error) {
 	r.added = latency{r.host.p50 - r.direct.p50, r.host.p99 - r.direct.p99}
 	r.fp, err = h.footprint()
 	return r, err
+}
+
+// readyWorld starts a simulator whose pod is woken and ready, and a host
+// in front of it: measurements 2 and 6 start from it. The caller stops both.
+func (b *harness) readyWorld(ctx context.Context) (*sim.Sim, string, *host, error) {
+	s, err := startSim(readySim())
+	if err != nil {
+		return nil, "", nil, err
+	}
+	proxy, err := wakeSim(ctx, s)
+	if err != nil {
+		s.Close()
+		return nil, "", nil, err
+	}
+	h, err := startHost(ctx, b.work, b.binDir, hostSpec{conductorURL: s.URL()})
+	if err != nil {
+		s.Close()
+		return nil, "", nil, err
+	}
+	return s, proxy, h, nil
 }
 
 // wakeSim starts the simulator's pod directly and waits until its model
