@@ -50,6 +50,18 @@ type Config struct {
 	// context is capped at StartTimeout + 5s, so the plugin's cap, which
 	// reports a wake in flight, always fires first.
 	StartTimeout time.Duration
+	// Changed, when set, is called with every record the coordinator
+	// stores, with the record before and the event that changed it. It runs
+	// under the pod's lock, so the calls of one pod come in the order of the
+	// changes; it must not block (a subscriber hub buffers, a metric sets a
+	// gauge) and must not call back into the Coordinator.
+	Changed func(Change)
+}
+
+// Change is one stored change of a pod's record.
+type Change struct {
+	Before, After machines.Record
+	Event         machines.Event // its At is when the change was decided
 }
 
 // Coordinator feeds every event of a pod to the pod lifecycle machine and
@@ -64,6 +76,7 @@ type Coordinator struct {
 	watchPoll    time.Duration
 	wakeWatch    time.Duration
 	startTimeout time.Duration
+	changed      func(Change)
 
 	// stopping is cancelled by Close: watches return and their pod reads
 	// are cancelled. abandoned is cancelled when Close stops waiting: the
@@ -112,6 +125,7 @@ func New(cfg Config) *Coordinator {
 		watchPoll:    cfg.WatchPoll,
 		wakeWatch:    cfg.Pod.Timings().WakeWatch,
 		startTimeout: cfg.StartTimeout,
+		changed:      cfg.Changed,
 		locks:        make(map[string]*sync.Mutex),
 		watching:     make(map[watchKey]bool),
 	}
@@ -288,6 +302,9 @@ func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (mach
 	}
 	if err := c.records.PutRecord(next); err != nil {
 		return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: store record of pod %s: %w", rec.Pod, err)
+	}
+	if c.changed != nil {
+		c.changed(Change{Before: rec, After: next, Event: ev})
 	}
 	if d.To == machines.Ready && wakeInProgress(d.From) {
 		c.log.LogAttrs(context.Background(), slog.LevelInfo,

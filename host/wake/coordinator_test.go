@@ -454,3 +454,26 @@ func TestNewRequiresDependencies(t *testing.T) {
 		})
 	}
 }
+
+// TestChangedSeesEveryStoredChange: Changed is called once per stored
+// record, in order, with the record before and the event; an ask that
+// changes nothing ("still waking") calls it not at all.
+func TestChangedSeesEveryStoredChange(t *testing.T) {
+	var mu sync.Mutex
+	var got []string
+	e := newEnv(t, wake.Config{Changed: func(c wake.Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, string(c.Before.State)+" → "+string(c.After.State)+" on "+string(c.Event.Trigger))
+	}})
+	e.notReady(t) // asleep → waking
+	e.logs.wait(t, acceptedLine)
+	e.notReady(t) // still waking: nothing stored
+	e.c.Observe(context.Background(), "qwen", pluginapi.Pod{Status: "RUNNING", IsRunning: true, ReadySince: e.clk.Now()})
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"asleep → waking on notReady", "waking → ready on readySince"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("changes (-want +got):\n%s", diff)
+	}
+}
