@@ -58,7 +58,7 @@ type App struct {
 	cfg     config.Config
 	log     *slog.Logger
 	clock   clock.Clock
-	store   *store.Store
+	store   store.Backend
 	gpu     *supervisor.GPU
 	provs   []*supervisor.Provider
 	coord   *wake.Coordinator

@@ -31,12 +31,9 @@ type PodView interface {
 	Lookup(ctx context.Context) (resolve.Resolution, error)
 }
 
-// PendingStore keeps each session's pending-wake marker; *store.Store is one.
-type PendingStore interface {
-	Pending(session string) (store.Pending, bool, error)
-	PutPending(session string, p store.Pending) error
-	TakePending(session, key string) (store.Pending, error)
-}
+// PendingStore keeps each session's pending-wake marker: store.Pendings,
+// which every store backend implements.
+type PendingStore = store.Pendings
 
 // Config wires a Server.
 type Config struct {

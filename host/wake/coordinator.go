@@ -11,6 +11,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -23,15 +24,9 @@ const startSlack = 5 * time.Second
 // ErrClosed is what NotReady and Resume return after Close.
 var ErrClosed = errors.New("wake: coordinator closed")
 
-// Records persists one machines.Record per pod (the store implements it).
-type Records interface {
-	// Record returns the pod's record, machines.NewRecord(pod) when absent.
-	Record(pod string) (machines.Record, error)
-	// PutRecord stores r under r.Pod.
-	PutRecord(r machines.Record) error
-	// Records lists every stored record.
-	Records() ([]machines.Record, error)
-}
+// Records persists one machines.Record per pod: store.Records, which every
+// store backend implements.
+type Records = store.Records
 
 // Config configures a Coordinator. Every field but Clock and Logger is
 // required: the host's defaults are its config's (host/config), and exist

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/machines"
+)
+
+// Backend is the host's durable state, whichever database keeps it: the
+// embedded bbolt file (*Store, the default) or PostgreSQL, which several
+// replicas share (host/store/postgres). host/store/storetest runs the same cases
+// against each, and the rest of the host sees only these interfaces.
+//
+// Every method is safe for concurrent use, and after Close every method
+// returns an error wrapping ErrClosed.
+type Backend interface {
+	Records
+	History
+	Pendings
+	Retainer
+	// PruneHistory keeps the last keep messages of session (rounded down to
+	// whole turns).
+	PruneHistory(session string, keep int) error
+	// Close stops the background work (pruning) and releases the database.
+	Close() error
+}
+
+// Records keeps one machines.Record per pod: what host/wake reads, decides
+// on and writes.
+type Records interface {
+	// Record returns pod's record, machines.NewRecord(pod) when none is
+	// stored.
+	Record(pod string) (machines.Record, error)
+	// PutRecord stores r under r.Pod, replacing what was there.
+	PutRecord(r machines.Record) error
+	// Records returns every stored record, sorted by pod.
+	Records() ([]machines.Record, error)
+}
+
+// History keeps each session's turns: what host/agent sends with a turn and
+// stores after it.
+type History interface {
+	// History returns the last last messages of session, oldest first; nil
+	// when last <= 0 or the session is unknown.
+	History(session string, last int) ([]Message, error)
+	// AppendTurn appends a user message and the assistant's reply, whole or
+	// not at all, stamping the session's last turn with the store's clock.
+	AppendTurn(session string, user, assistant Message) error
+}
+
+// Pendings keeps each session's pending-wake marker (#715): what host/chat
+// leaves for a wakeMode "wait" turn and takes on its resume.
+type Pendings interface {
+	// Pending returns session's marker; ok is false when it has none, or
+	// only an expired one.
+	Pending(session string) (p Pending, ok bool, err error)
+	// PutPending sets session's marker, replacing any other.
+	PutPending(session string, p Pending) error
+	// TakePending returns and deletes session's marker when its key is key
+	// (ErrNoPending, ErrPendingMismatch otherwise); of concurrent takes
+	// exactly one succeeds.
+	TakePending(session, key string) (Pending, error)
+	// DeletePending deletes session's marker; none is not an error.
+	DeletePending(session string) error
+}
+
+// Retainer bounds what the store keeps (README, store.history_*).
+type Retainer interface {
+	// Prune deletes, as of now, the sessions r no longer keeps and the
+	// expired pending wakes, in small batches; it stops between batches
+	// when ctx ends.
+	Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error)
+	// StartPruning runs Prune in the background every interval until
+	// Close, logging LinePruned and LinePruneFailed.
+	StartPruning(r Retention, interval time.Duration, log *slog.Logger) error
+}
+
+var _ Backend = (*Store)(nil)
