@@ -29,6 +29,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/host/store/postgres"
 	"github.com/wakeonchat/wakeonchat/host/supervisor"
 	"github.com/wakeonchat/wakeonchat/host/wake"
 	"github.com/wakeonchat/wakeonchat/machines"
@@ -111,10 +112,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		a.clock = clock.Real()
 	}
 
-	// A pending wake lives as long as its wake's watch (wake_watch).
-	a.store, err = store.Options{Now: a.clock.Now, PendingTTL: cfg.Timings.WakeWatch.Duration}.
-		Open(filepath.Join(dataDir, "wake.db"))
-	if err != nil {
+	if a.store, err = a.openStore(ctx, dataDir, o.Getenv); err != nil {
 		return nil, err
 	}
 	// The store prunes in the background until it is closed.
@@ -200,6 +198,34 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		ErrorLog:                     slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
 	return a, nil
+}
+
+// openStore opens the store [store] backend names: the bbolt file wake.db
+// in dataDir, or the PostgreSQL database whose connection string is in the
+// variable [store] dsn_env names (never quoted in an error). A pending
+// wake lives as long as its wake's watch (wake_watch).
+func (a *App) openStore(ctx context.Context, dataDir string, getenv func(string) string) (store.Backend, error) {
+	cfg := a.cfg
+	ttl := cfg.Timings.WakeWatch.Duration
+	if cfg.Store.Backend != config.BackendPostgres {
+		s, err := store.Options{Now: a.clock.Now, PendingTTL: ttl}.Open(filepath.Join(dataDir, "wake.db"))
+		if err != nil {
+			return nil, err // not a nil *store.Store in the interface
+		}
+		return s, nil
+	}
+	env := cfg.Store.DSNEnv
+	dsn := getenv(env)
+	if dsn == "" {
+		return nil, fmt.Errorf("store.dsn_env: %s is not set: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
+	}
+	s, err := postgres.Open(ctx, dsn, postgres.Options{
+		Now: a.clock.Now, PendingTTL: ttl, Lease: cfg.Store.Lease.Duration, DSNEnv: env,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Addr is the address the HTTP server listens on.

@@ -40,7 +40,7 @@ type Store struct {
 	now        func() time.Time
 	pendingTTL time.Duration
 
-	pruning pruning // the background pruning StartPruning runs
+	pruning PruneLoop // the background pruning StartPruning runs
 }
 
 // Options configure a Store. The zero value is what Open uses.
