@@ -131,9 +131,16 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// On a shared store each wake's watch holds a lease, and a host whose
+	// watch died is taken over within about a lease.
+	var takeover time.Duration
+	if cfg.Store.Backend == config.BackendPostgres {
+		takeover = cfg.Store.Lease.Duration / 2
+	}
 	a.coord = wake.New(wake.Config{
 		Pod: pod, Records: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
+		Leases: a.store, Takeover: takeover,
 	})
 	// Every resolver tells the machine what the conductor says and which
 	// turns were answered.
@@ -220,7 +227,7 @@ func (a *App) openStore(ctx context.Context, dataDir string, getenv func(string)
 		return nil, fmt.Errorf("store.dsn_env: %s is not set: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
 	}
 	s, err := postgres.Open(ctx, dsn, postgres.Options{
-		Now: a.clock.Now, PendingTTL: ttl, Lease: cfg.Store.Lease.Duration, DSNEnv: env,
+		Now: a.clock.Now, PendingTTL: ttl, Lease: cfg.Store.Lease.Duration, DSNEnv: env, Logger: a.log,
 	})
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ type Backend interface {
 	History
 	Pendings
 	Retainer
+	Leases
 	// PruneHistory keeps the last keep messages of session (rounded down to
 	// whole turns).
 	PruneHistory(session string, keep int) error
@@ -37,6 +38,14 @@ type Records interface {
 	PutRecord(r machines.Record) error
 	// Records returns every stored record, sorted by pod.
 	Records() ([]machines.Record, error)
+	// UpdateRecord is the wake policy's read-decide-write: it runs fn once
+	// on pod's record under a lock on the pod that holds across every host
+	// sharing the store, and stores what fn returns unless it is Equal to
+	// what fn was given (most asks change nothing, and cost no write). It
+	// returns the record fn was given and the one stored after, as a read
+	// would give it back. When fn fails nothing is stored and fn's error is
+	// returned as it is. fn must not call the store.
+	UpdateRecord(pod string, fn func(machines.Record) (machines.Record, error)) (before, after machines.Record, err error)
 }
 
 // History keeps each session's turns: what host/agent sends with a turn and
@@ -78,3 +87,23 @@ type Retainer interface {
 }
 
 var _ Backend = (*Store)(nil)
+
+// Leases hold a name for one store at a time, across every host sharing the
+// database: host/wake's watch of a wake is one ("one watch per wake across
+// replicas"). A lease lives while the store that took it renews it, which
+// it does in the background until Close; a host that dies stops renewing,
+// and its leases can be taken once they expire (PostgreSQL: [store] lease
+// after the last renewal). The bbolt store is held by one process, so its
+// leases are only that process's.
+type Leases interface {
+	// TakeLease takes name for this store unless a store (this one
+	// included) holds it; ok is false then.
+	TakeLease(name string) (ok bool, err error)
+	// LeaseHeld reports whether this store still holds name: taken, not
+	// released, and renewed recently enough that no other store can have
+	// taken it since.
+	LeaseHeld(name string) bool
+	// ReleaseLease gives name up, for any store to take. Releasing a lease
+	// this store does not hold does nothing.
+	ReleaseLease(name string) error
+}

@@ -45,6 +45,15 @@ type Config struct {
 	// context is capped at StartTimeout + 5s, so the plugin's cap, which
 	// reports a wake in flight, always fires first.
 	StartTimeout time.Duration
+	// Leases, when set, makes each wake's watch hold a lease of the store
+	// while it runs, so that of the hosts sharing the store one watches a
+	// wake (store.Leases); nil: the watches are this process's alone.
+	Leases store.Leases
+	// Takeover, when positive, is how often the coordinator looks for wakes
+	// in progress that nobody watches (their host died, or stopped) and
+	// takes their watch over: about [store] lease / 2 on a shared store. 0:
+	// never, as on a store one host holds.
+	Takeover time.Duration
 	// Changed, when set, is called with every record the coordinator
 	// stores, with the record before and the event that changed it. It runs
 	// under the pod's lock, so the calls of one pod come in the order of the
@@ -72,6 +81,8 @@ type Coordinator struct {
 	wakeWatch    time.Duration
 	startTimeout time.Duration
 	changed      func(Change)
+	leases       store.Leases
+	takeover     time.Duration
 
 	// stopping is cancelled by Close: watches return and their pod reads
 	// are cancelled. abandoned is cancelled when Close stops waiting: the
@@ -121,6 +132,8 @@ func New(cfg Config) *Coordinator {
 		wakeWatch:    cfg.Pod.Timings().WakeWatch,
 		startTimeout: cfg.StartTimeout,
 		changed:      cfg.Changed,
+		leases:       cfg.Leases,
+		takeover:     cfg.Takeover,
 		locks:        make(map[string]*sync.Mutex),
 		watching:     make(map[watchKey]bool),
 	}
@@ -274,30 +287,58 @@ func (c *Coordinator) now() time.Time { return c.clock.Now().Round(0) }
 // apply runs ev for pod under the pod's lock: read the record, stamp ev.At,
 // decide, persist. Nothing else happens under the lock.
 func (c *Coordinator) apply(pod string, ev machines.Event) (machines.Decision, machines.Record, error) {
-	unlock := c.lockPod(pod)
-	defer unlock()
-	rec, err := c.records.Record(pod)
-	if err != nil {
-		return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: record of pod %s: %w", pod, err)
-	}
-	return c.decideLocked(rec, ev)
+	d, next, _, err := c.update(pod, ev, nil)
+	return d, next, err
 }
 
-func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (machines.Decision, machines.Record, error) {
+// update runs ev for pod under the pod's lock, in this process
+// (lockPod) and across every host sharing the store (Records.UpdateRecord):
+// read the record; when admit says ev is for it (nil admits every record),
+// stamp ev.At, decide and persist what changed. applied is false when admit
+// turned ev away; nothing was written then. What follows a stored change
+// (Changed, the wake-ready line) happens after the write, still under the
+// in-process lock, so one pod's Changed calls come in the order of its
+// changes.
+func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
+	unlock := c.lockPod(pod)
+	defer unlock()
+	var decideErr error
+	before, after, err := c.records.UpdateRecord(pod, func(rec machines.Record) (machines.Record, error) {
+		if admit != nil && !admit(rec) {
+			return rec, nil
+		}
+		applied = true
+		d, next, ev, decideErr = c.decideLocked(rec, ev)
+		return next, decideErr
+	})
+	switch {
+	case decideErr != nil:
+		return machines.Decision{}, machines.Record{}, false, decideErr
+	case err != nil:
+		return machines.Decision{}, machines.Record{}, false, fmt.Errorf("wake: update record of pod %s: %w", pod, err)
+	case applied && !after.Equal(before):
+		c.storedLocked(before, after, d, ev)
+	}
+	return d, after, applied, nil
+}
+
+// decideLocked decides ev on rec, stamping ev.At: the new record, which
+// update stores unless it is unchanged.
+func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (machines.Decision, machines.Record, machines.Event, error) {
 	ev.At = c.now()
 	d, next, err := c.pod.Decide(rec, ev)
 	if err != nil {
-		return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: decide %s for pod %s: %w", ev.Trigger, rec.Pod, err)
+		return machines.Decision{}, machines.Record{}, ev, fmt.Errorf("wake: decide %s for pod %s: %w", ev.Trigger, rec.Pod, err)
 	}
-	if next.Equal(rec) {
-		// Most asks in a window change nothing ("still waking"), and most
-		// answered turns find the pod ready: a write, and its fsync, would
-		// only slow every reply down.
-		return d, next, nil
-	}
-	if err := c.records.PutRecord(next); err != nil {
-		return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: store record of pod %s: %w", rec.Pod, err)
-	}
+	// Most asks in a window change nothing ("still waking"), and most
+	// answered turns find the pod ready: update writes nothing for them,
+	// as a write, and its fsync, would only slow every reply down.
+	return d, next, ev, nil
+}
+
+// storedLocked is what follows a stored change of a pod's record, under
+// the pod's in-process lock: Changed, and the wake-ready line.
+func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decision, ev machines.Event) {
 	if c.changed != nil {
 		c.changed(Change{Before: rec, After: next, Event: ev})
 	}
@@ -306,7 +347,6 @@ func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (mach
 			fmt.Sprintf("wake ready for pod %s: ready since %s", rec.Pod, machines.FormatClock(next.ReadyAt, ev.At)),
 			slog.String("pod", rec.Pod), slog.Time("wakeRequestedAt", next.WakeRequestedAt))
 	}
-	return d, next, nil
 }
 
 // wakeInProgress reports whether s is a state of a wake whose outcome is
@@ -319,18 +359,7 @@ func wakeInProgress(s engine.State) bool {
 // is on another wake (superseded) it writes nothing and returns false; the
 // machine would drop the event too, and the caller stops.
 func (c *Coordinator) feed(pod string, wake time.Time, ev machines.Event) (bool, error) {
-	unlock := c.lockPod(pod)
-	defer unlock()
-	rec, err := c.records.Record(pod)
-	if err != nil {
-		return false, fmt.Errorf("wake: record of pod %s: %w", pod, err)
-	}
-	if !rec.WakeRequestedAt.Equal(wake) {
-		return false, nil
-	}
 	ev.Wake = wake
-	if _, _, err := c.decideLocked(rec, ev); err != nil {
-		return false, err
-	}
-	return true, nil
+	_, _, applied, err := c.update(pod, ev, func(rec machines.Record) bool { return rec.WakeRequestedAt.Equal(wake) })
+	return applied, err
 }

@@ -9,6 +9,8 @@
 // Coordinator serialises read record → Decide → persist under one per-pod
 // lock, so however many turns find an asleep pod at once, exactly one of them
 // gets the wake decision and one start request goes out per wake window. The
+// lock is the process's and the store's (Records.UpdateRecord): on a store
+// several hosts share, it holds across them, and so does the rule. The
 // state it stores is what GET /api/pods/{name} reports.
 //
 // The lifecycle of one wake:
@@ -32,6 +34,10 @@
 //     finds the wake ready, "wake ready for pod" is logged once.
 //  4. After a restart, Resume watches again every stored wake whose outcome
 //     is unknown, on the wake's own clock.
+//  5. With Config.Leases, a watch runs only while it holds the wake's lease,
+//     so of the hosts sharing the store one watches each wake; with
+//     Config.Takeover, a host looks for wakes in progress that nobody
+//     watches (their host died) and takes their watch over (takeover.go).
 //
 // What this package must not do: block a turn on the network (no start, pod
 // read or watch runs in NotReady's path, and no pod lock is held across a

@@ -129,6 +129,8 @@ func upPod(readySince time.Time) pluginapi.Pod {
 type memRecords struct {
 	putErr func(machines.Record) error
 
+	updating sync.Mutex // UpdateRecord's
+
 	mu   sync.Mutex
 	recs map[string]machines.Record
 	puts int
@@ -174,6 +176,28 @@ func (m *memRecords) Records() ([]machines.Record, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// UpdateRecord is a read, fn and, when fn changed the record, a PutRecord,
+// under one lock: the fake's own, which serialises every update.
+func (m *memRecords) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, error)) (before, after machines.Record, err error) {
+	m.updating.Lock()
+	defer m.updating.Unlock()
+	rec, err := m.Record(pod)
+	if err != nil {
+		return machines.Record{}, machines.Record{}, err
+	}
+	next, err := fn(rec)
+	if err != nil {
+		return machines.Record{}, machines.Record{}, err
+	}
+	if next.Equal(rec) {
+		return rec, next, nil
+	}
+	if err := m.PutRecord(next); err != nil {
+		return machines.Record{}, machines.Record{}, err
+	}
+	return rec, next, nil
 }
 
 func (m *memRecords) putCount() int {

@@ -34,12 +34,13 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Suite{
 		Open: func(t *testing.T, o storetest.Options) store.Backend {
 			dsn := pgtest.Schema(t)
-			s := openAt(t, dsn, postgres.Options{Now: o.Now, PendingTTL: o.PendingTTL})
+			s := openAt(t, dsn, postgres.Options{Now: o.Now, PendingTTL: o.PendingTTL, Lease: storetest.Lease})
 			dsns[s] = dsn
 			return s
 		},
 		Peer: func(t *testing.T, first store.Backend, o storetest.Options) store.Backend {
-			return openAt(t, dsns[first], postgres.Options{Now: o.Now, PendingTTL: o.PendingTTL})
+			return openAt(t, dsns[first], postgres.Options{Now: o.Now, PendingTTL: o.PendingTTL, Lease: storetest.Lease})
 		},
+		Crash: func(s store.Backend) { postgres.Crash(s.(*postgres.Store)) },
 	})
 }

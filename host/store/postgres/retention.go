@@ -63,6 +63,11 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r store.Retention) (st
 			}
 		}
 	}
+	// Leases whose holders died and that nobody took over (the watch of a
+	// wake that ended meanwhile) are kept an hour, for an operator to see.
+	if _, err := s.exec(ctx, "prune stale leases", `DELETE FROM wake_leases WHERE expires < now() - interval '1 hour'`); err != nil {
+		return done, err
+	}
 	return done, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,6 +46,9 @@ type Options struct {
 	// DSNEnv is the name of the environment variable the DSN came from
 	// ([store] dsn_env), for Open's errors; default "the DSN".
 	DSNEnv string
+	// Logger gets the store's own lines (LineLeaseRenewFailed); default
+	// slog.Default().
+	Logger *slog.Logger
 }
 
 // Store is the PostgreSQL backend. Create it with Open.
@@ -60,6 +64,7 @@ type Store struct {
 	closed  atomic.Bool
 	closing sync.Once
 	pruning store.PruneLoop
+	leases  leases
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -81,6 +86,9 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	}
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
 	if o.DSNEnv == "" {
 		o.DSNEnv = "the DSN"
@@ -105,6 +113,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		pool: pool, now: o.Now, pendingTTL: o.PendingTTL, opTimeout: o.OpTimeout, lease: o.Lease,
 		holder: newHolder(),
 	}
+	s.leases.held = make(map[string]time.Time)
 	cctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
 	defer cancel()
 	if err := pool.Ping(cctx); err != nil {
@@ -119,6 +128,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		}
 		return nil, fmt.Errorf("store: the PostgreSQL database in %s: %w", o.DSNEnv, err)
 	}
+	s.startRenewing(o.Logger)
 	return s, nil
 }
 
@@ -130,12 +140,15 @@ func newHolder() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Close stops the background pruning, then closes every connection. Closing
-// a closed Store does nothing.
+// Close stops the background pruning and the renewal of the leases, gives
+// up the leases this store holds (another replica takes over at once), then
+// closes every connection. Closing a closed Store does nothing.
 func (s *Store) Close() error {
 	s.closing.Do(func() {
 		s.closed.Store(true)
 		s.pruning.Stop()
+		s.stopRenewing()
+		s.releaseAll()
 		s.pool.Close()
 	})
 	return nil

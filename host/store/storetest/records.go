@@ -1,12 +1,15 @@
 package storetest
 
 import (
+	"errors"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/machines"
 )
 
@@ -88,5 +91,92 @@ func testRecords(t *testing.T, s Suite) {
 	}
 	if err := st.PutRecord(machines.Record{State: machines.Asleep}); err == nil {
 		t.Error("PutRecord of a record without a pod: no error")
+	}
+}
+
+func testUpdateRecord(t *testing.T, s Suite) {
+	st, _ := open(t, s, 0)
+
+	// Unchanged: nothing is stored, not even the new pod's default.
+	before, after, err := st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, error) { return r, nil })
+	must(t, err)
+	if want := machines.NewRecord("qwen"); !before.Equal(want) || !after.Equal(want) {
+		t.Errorf("UpdateRecord of an unknown pod, unchanged = %+v, %+v; want the new record twice", before, after)
+	}
+	if recs, err := st.Records(); err != nil || len(recs) != 0 {
+		t.Errorf("Records after an update that changed nothing = %v, %v; want none", recs, err)
+	}
+
+	// Changed: stored, and returned as a read gives it back.
+	want := record("qwen")
+	before, after, err = st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, error) { return want, nil })
+	must(t, err)
+	if diff := cmp.Diff(machines.NewRecord("qwen"), before); diff != "" {
+		t.Errorf("UpdateRecord's before (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(inUTC(want), after); diff != "" {
+		t.Errorf("UpdateRecord's after (-want +got):\n%s", diff)
+	}
+	if got, err := st.Record("qwen"); err != nil || !got.Equal(want) {
+		t.Errorf("Record after UpdateRecord = %+v, %v; want %+v", got, err, want)
+	}
+
+	// fn fails: nothing stored, its error back as it is.
+	errFn := errors.New("the machine refused")
+	_, _, err = st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, error) {
+		r.State = machines.Ready
+		return r, errFn
+	})
+	if !errors.Is(err, errFn) {
+		t.Errorf("UpdateRecord with a failing fn: %v, want its error", err)
+	}
+	// A record of another pod is refused.
+	if _, _, err := st.UpdateRecord("qwen", func(machines.Record) (machines.Record, error) { return record("llama"), nil }); err == nil {
+		t.Error("UpdateRecord whose fn returns another pod's record: no error")
+	}
+	if got, err := st.Record("qwen"); err != nil || !got.Equal(want) {
+		t.Errorf("Record after failed updates = %+v, %v; want it unchanged, %+v", got, err, want)
+	}
+	if _, _, err := st.UpdateRecord("", func(r machines.Record) (machines.Record, error) { return r, nil }); err == nil {
+		t.Error("UpdateRecord of an empty pod name: no error")
+	}
+
+	// Concurrent updates are serialised: none is lost.
+	checkUpdatesSerialised(t, []store.Records{st})
+}
+
+// checkUpdatesSerialised has 40 updates, spread over the stores, each add 1
+// to a pod's RefusedStatus at once, and checks that the pod ends at 40: an
+// update that read the record while another was deciding on it would lose
+// one.
+func checkUpdatesSerialised(t *testing.T, stores []store.Records) {
+	t.Helper()
+	const updates = 40
+	var wg sync.WaitGroup
+	errs := make(chan error, updates)
+	start := make(chan struct{})
+	for i := range updates {
+		st := stores[i%len(stores)]
+		wg.Go(func() {
+			<-start
+			_, _, err := st.UpdateRecord("counted", func(r machines.Record) (machines.Record, error) {
+				r.RefusedStatus++
+				return r, nil
+			})
+			errs <- err
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	got, err := stores[0].Record("counted")
+	must(t, err)
+	if got.RefusedStatus != updates {
+		t.Errorf("after %d concurrent increments the count is %d: updates were lost", updates, got.RefusedStatus)
 	}
 }

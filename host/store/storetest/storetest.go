@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/machines"
 )
 
 // Options are what a case needs of a store it opens.
@@ -39,6 +40,9 @@ type Suite struct {
 	// with o: another host process on the same database. nil for a backend
 	// one process holds alone; the cases about replicas are then skipped.
 	Peer func(t *testing.T, s store.Backend, o Options) store.Backend
+	// Crash stops s as a killed host would: its leases are neither renewed
+	// nor released. nil when Peer is, or the backend cannot.
+	Crash func(s store.Backend)
 }
 
 // T0 is the clock's start in every case.
@@ -47,10 +51,18 @@ var T0 = time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
 // Run runs every case against the backend.
 func Run(t *testing.T, s Suite) {
 	t.Run("Records", func(t *testing.T) { testRecords(t, s) })
+	t.Run("UpdateRecord", func(t *testing.T) { testUpdateRecord(t, s) })
 	t.Run("History", func(t *testing.T) { testHistory(t, s) })
 	t.Run("Pending", func(t *testing.T) { testPending(t, s) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, s) })
 	t.Run("Closed", func(t *testing.T) { testClosed(t, s) })
+	t.Run("Leases", func(t *testing.T) { testLeases(t, s) })
+	t.Run("Replicas", func(t *testing.T) {
+		if s.Peer == nil {
+			t.Skip("the backend is held by one process: no replicas")
+		}
+		testReplicas(t, s)
+	})
 }
 
 // clock is a settable clock for a case.
@@ -85,9 +97,13 @@ func testClosed(t *testing.T, s Suite) {
 		t.Errorf("second Close: %v, want nil", err)
 	}
 	calls := map[string]func() error{
-		"Record":     func() error { _, err := st.Record("qwen"); return err },
-		"PutRecord":  func() error { return st.PutRecord(record("qwen")) },
-		"Records":    func() error { _, err := st.Records(); return err },
+		"Record":    func() error { _, err := st.Record("qwen"); return err },
+		"PutRecord": func() error { return st.PutRecord(record("qwen")) },
+		"Records":   func() error { _, err := st.Records(); return err },
+		"UpdateRecord": func() error {
+			_, _, err := st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, error) { return r, nil })
+			return err
+		},
 		"History":    func() error { _, err := st.History("s", 2); return err },
 		"AppendTurn": func() error { return st.AppendTurn("s", user("q"), assistant("a")) },
 		"Pending":    func() error { _, _, err := st.Pending("s"); return err },
