@@ -176,7 +176,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages, HistoryBytes: cfg.Agent.HistoryBytes,
 			RequestBytes: pluginapi.MaxMessageBytes,
 		}),
-		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Clock: a.clock, Logger: a.log,
+		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Turns: turns(a.store), Clock: a.clock, Logger: a.log,
 		MaxBody:  cfg.Server.MaxBodyBytes,
 		Once:     pinned((*resolve.Model).CompleteOnce),
 		NoResend: pinned((*resolve.Model).CompleteNoResend),
@@ -318,6 +318,13 @@ func (a *App) close(ctx context.Context, graceRanOut bool) error {
 		os.RemoveAll(a.tempDir)
 	}
 	return errors.Join(errs...)
+}
+
+// turns is the store's one-turn-per-session rule when it has one (a store
+// the hosts share), else nil: the chat server's own slots are the rule.
+func turns(s store.Backend) store.Turns {
+	t, _ := s.(store.Turns)
+	return t
 }
 
 // pinned adapts one of resolve.Model's completion calls to a chat turn's

@@ -55,10 +55,14 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		req.SessionID = s.cfg.NewToken()
 	}
 	if !s.slots.take(r.Context(), req.SessionID) {
-		writeError(w, http.StatusConflict, "a turn is already in flight for this session")
+		writeError(w, http.StatusConflict, busy)
 		return
 	}
 	defer s.slots.release(req.SessionID)
+	if !s.takeTurn(w, r.Context(), req.SessionID) {
+		return
+	}
+	defer s.releaseTurn(req.SessionID)
 	defer func() {
 		if p := recover(); p != nil {
 			// A crashing provider, plugin adapter or store never takes the host
@@ -280,6 +284,7 @@ func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) 
 	// Finishing before the reply leaves: a client may send its next turn
 	// the moment it reads the reply, and that turn must wait, not get a 409.
 	s.slots.finish(req.SessionID)
+	s.finishTurn(req.SessionID)
 	writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
 	http.NewResponseController(w).Flush() // without Flush the reply leaves when the handler returns
 	if err := s.cfg.Agent.Remember(req.SessionID, req.Message, res); err != nil {
@@ -298,3 +303,52 @@ func (l logErr) LogValue() slog.Value {
 	}
 	return slog.StringValue(l.err.Error())
 }
+
+// busy is the 409 of a turn while another of its session runs.
+const busy = "a turn is already in flight for this session"
+
+// takeTurn claims session's turn on the store the hosts share
+// (Config.Turns), after the process's own slot: 409 while a turn of the
+// session runs on another host, the generic 502 when the store fails. It
+// reports whether the turn may run; without Turns it always may.
+func (s *Server) takeTurn(w http.ResponseWriter, ctx context.Context, session string) bool {
+	if s.cfg.Turns == nil {
+		return true
+	}
+	ok, err := s.cfg.Turns.TakeTurn(ctx, session)
+	switch {
+	case err != nil:
+		s.failed(w, ctx, session, err)
+		return false
+	case !ok:
+		writeError(w, http.StatusConflict, busy)
+		return false
+	}
+	return true
+}
+
+// finishTurn marks session's turn replied to on the shared store, so that
+// its next turn on another host waits for it to be stored instead of a 409.
+func (s *Server) finishTurn(session string) {
+	if s.cfg.Turns == nil {
+		return
+	}
+	if err := s.cfg.Turns.FinishTurn(session); err != nil {
+		s.cfg.Logger.Warn(lineTurnHold, "session", session, "err", logErr{err})
+	}
+}
+
+// releaseTurn frees session's turn on the shared store.
+func (s *Server) releaseTurn(session string) {
+	if s.cfg.Turns == nil {
+		return
+	}
+	if err := s.cfg.Turns.ReleaseTurn(session); err != nil {
+		s.cfg.Logger.Warn(lineTurnHold, "session", session, "err", logErr{err})
+	}
+}
+
+// lineTurnHold is logged (WARN) when the shared store could not be told a
+// turn finished or ended: another host may answer the session's next turn
+// 409 until the hold lapses ([store] lease).
+const lineTurnHold = "session turn hold not updated"

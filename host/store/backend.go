@@ -107,3 +107,20 @@ type Leases interface {
 	// this store does not hold does nothing.
 	ReleaseLease(name string) error
 }
+
+// Turns holds the one turn in flight per session (host/chat answers another
+// turn of the session 409) across every host sharing the database. A host
+// takes its session's turn after its own in-process slot. The bbolt store,
+// which one host holds, has no Turns: that host's slots are the rule.
+type Turns interface {
+	// TakeTurn claims session's turn for this store. It returns false at
+	// once while another turn of the session runs, on any host, and waits
+	// (until ctx ends, then false) while one is finishing: replied to, its
+	// turn being stored.
+	TakeTurn(ctx context.Context, session string) (bool, error)
+	// FinishTurn marks this store's turn of session as replied to.
+	FinishTurn(session string) error
+	// ReleaseTurn frees session's turn. A turn a host never released
+	// (it died) lapses after the lease.
+	ReleaseTurn(session string) error
+}

@@ -74,7 +74,7 @@ func (s *Store) renew(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opTimeout)
 	defer cancel()
 	rows, err := s.pool.Query(ctx, `UPDATE wake_leases SET expires = now() + make_interval(secs => $3)
-		WHERE holder = $1 AND name = ANY($2) AND state = 'held' RETURNING name`, s.holder, names, s.lease.Seconds())
+		WHERE holder = $1 AND name = ANY($2) RETURNING name`, s.holder, names, s.lease.Seconds())
 	if err != nil {
 		return dbErr("renew the leases", err)
 	}

@@ -42,7 +42,7 @@ CREATE TABLE wake_leases (
 	name    text PRIMARY KEY,
 	holder  text NOT NULL,
 	expires timestamptz NOT NULL,
-	state   text NOT NULL -- held, finishing (a turn storing itself), done (a watch that ended)
+	state   text NOT NULL -- held; or finishing: a turn replied to, storing itself
 );
 CREATE INDEX wake_leases_holder ON wake_leases (holder);
 `,

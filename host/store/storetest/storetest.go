@@ -57,6 +57,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("Prune", func(t *testing.T) { testPrune(t, s) })
 	t.Run("Closed", func(t *testing.T) { testClosed(t, s) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, s) })
+	t.Run("Turns", func(t *testing.T) { testTurns(t, s) })
 	t.Run("Replicas", func(t *testing.T) {
 		if s.Peer == nil {
 			t.Skip("the backend is held by one process: no replicas")
