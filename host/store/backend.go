@@ -124,3 +124,24 @@ type Turns interface {
 	// (it died) lapses after the lease.
 	ReleaseTurn(session string) error
 }
+
+// RecordChange is a change of a pod's record that another host sharing the
+// store made (Changes), for the event stream of this one.
+type RecordChange struct {
+	Before, After machines.Record
+	// Resync: the host lost touch with the database for a while, so changes
+	// may have been missed; After is the record as stored now, Before is
+	// unknown (zero). One comes for every stored record.
+	Resync bool
+}
+
+// Changes tells a host of the record changes the other hosts sharing the
+// store make (PostgreSQL: LISTEN/NOTIFY), within about a second. Its own
+// changes it knows already (host/wake's Config.Changed). The bbolt store,
+// which one host holds, has no Changes.
+type Changes interface {
+	// OnRecordChange calls fn, on a goroutine of the store's, with every
+	// change another host makes, in the order they were stored, until
+	// Close. fn must not block. Only one fn may be set.
+	OnRecordChange(fn func(RecordChange)) error
+}

@@ -15,6 +15,7 @@ func Crash(s *Store) {
 	s.closing.Do(func() {
 		s.closed.Store(true)
 		s.pruning.Stop()
+		s.stopListening()
 		s.stopRenewing()
 		s.pool.Close()
 	})

@@ -82,7 +82,18 @@ func (s *Store) PutRecord(r machines.Record) error {
 		return err
 	}
 	return s.tx(fmt.Sprintf("store the record of pod %s", r.Pod), func(ctx context.Context, tx pgx.Tx) error {
-		return writeRecord(ctx, tx, r.Pod, v)
+		before, err := lockRecord(ctx, tx, r.Pod)
+		if err != nil {
+			return err
+		}
+		if err := writeRecord(ctx, tx, r.Pod, v); err != nil {
+			return err
+		}
+		after, err := decodeRecord(r.Pod, v)
+		if err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, before, after)
 	})
 }
 
@@ -152,8 +163,10 @@ func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Reco
 		if err := writeRecord(ctx, tx, pod, v); err != nil {
 			return err
 		}
-		after, err = decodeRecord(pod, v)
-		return err
+		if after, err = decodeRecord(pod, v); err != nil {
+			return err
+		}
+		return s.notify(ctx, tx, rec, after)
 	})
 	if err != nil {
 		return machines.Record{}, machines.Record{}, s.closedOr(err)

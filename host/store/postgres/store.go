@@ -65,6 +65,13 @@ type Store struct {
 	closing sync.Once
 	pruning store.PruneLoop
 	leases  leases
+	log     *slog.Logger
+
+	listening sync.Mutex
+	listen    struct {
+		stop context.CancelFunc
+		done chan struct{}
+	}
 }
 
 var _ store.Backend = (*Store)(nil)
@@ -111,7 +118,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	}
 	s := &Store{
 		pool: pool, now: o.Now, pendingTTL: o.PendingTTL, opTimeout: o.OpTimeout, lease: o.Lease,
-		holder: newHolder(),
+		holder: newHolder(), log: o.Logger,
 	}
 	s.leases.held = make(map[string]time.Time)
 	cctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
@@ -147,6 +154,7 @@ func (s *Store) Close() error {
 	s.closing.Do(func() {
 		s.closed.Store(true)
 		s.pruning.Stop()
+		s.stopListening()
 		s.stopRenewing()
 		s.releaseAll()
 		s.pool.Close()
