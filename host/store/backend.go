@@ -38,13 +38,16 @@ type Records interface {
 	PutRecord(r machines.Record) error
 	// Records returns every stored record, sorted by pod.
 	Records() ([]machines.Record, error)
-	// UpdateRecord is the wake policy's read-decide-write: it runs fn once
-	// on pod's record under a lock on the pod that holds across every host
-	// sharing the store, and stores what fn returns unless it is Equal to
-	// what fn was given (most asks change nothing, and cost no write). It
-	// returns the record fn was given and the one stored after, as a read
-	// would give it back. When fn fails nothing is stored and fn's error is
-	// returned as it is. fn must not call the store.
+	// UpdateRecord is the wake policy's read-decide-write: it runs fn on
+	// pod's record and stores what fn returns unless it is Equal to what fn
+	// was given (most asks change nothing, and cost no write); a change is
+	// decided under a lock on the pod that holds across every host sharing
+	// the store. fn may run more than once (PostgreSQL runs it on a plain
+	// read first, and again under the lock when it changed something), so
+	// it must only decide. It returns the record fn was last given and the
+	// one stored after, as a read would give it back. When fn fails nothing
+	// is stored and fn's error is returned as it is. fn must not call the
+	// store.
 	UpdateRecord(pod string, fn func(machines.Record) (machines.Record, error)) (before, after machines.Record, err error)
 }
 

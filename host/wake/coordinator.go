@@ -303,11 +303,13 @@ func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.
 	unlock := c.lockPod(pod)
 	defer unlock()
 	var decideErr error
+	// The store may run this more than once (a plain read first, then
+	// under its lock): each run starts afresh, and the last one counts.
 	before, after, err := c.records.UpdateRecord(pod, func(rec machines.Record) (machines.Record, error) {
-		if admit != nil && !admit(rec) {
+		d, decideErr = machines.Decision{}, nil
+		if applied = admit == nil || admit(rec); !applied {
 			return rec, nil
 		}
-		applied = true
 		d, next, ev, decideErr = c.decideLocked(rec, ev)
 		return next, decideErr
 	})

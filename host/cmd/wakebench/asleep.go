@@ -42,10 +42,12 @@ type asleepRun struct {
 	startup time.Duration
 }
 
-// asleep runs measurement 1 once on a fresh simulator and host: asks on an
-// asleep pod, each on a new session, first one at a time, then concurrently.
-func (b *harness) asleep(ctx context.Context, run int) (r asleepRun, err error) {
-	s, h, err := b.startPair(ctx, asleepSim(), hostSpec{startTimeout: heldStart})
+// asleep runs measurement 1 once on a fresh simulator and host (with spec's
+// store): asks on an asleep pod, each on a new session, first one at a time,
+// then concurrently.
+func (b *harness) asleep(ctx context.Context, run int, spec hostSpec) (r asleepRun, err error) {
+	spec.startTimeout = heldStart
+	s, h, err := b.startPair(ctx, asleepSim(), spec)
 	if err != nil {
 		return r, err
 	}
@@ -93,8 +95,9 @@ type burstRun struct {
 
 // burst runs measurement 3 once on a fresh simulator and host: b.plan.burst
 // asks, each on a new session and a new connection, released at once.
-func (b *harness) burst(ctx context.Context, run int) (r burstRun, err error) {
-	s, h, err := b.startPair(ctx, asleepSim(), hostSpec{startTimeout: heldStart})
+func (b *harness) burst(ctx context.Context, run int, spec hostSpec) (r burstRun, err error) {
+	spec.startTimeout = heldStart
+	s, h, err := b.startPair(ctx, asleepSim(), spec)
 	if err != nil {
 		return r, err
 	}

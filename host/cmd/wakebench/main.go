@@ -11,7 +11,11 @@
 //  5. the processes' resident memory and the host's start-up time;
 //  6. the OpenAI-compatible door: streaming time to first byte and relay
 //     cost per chunk, 64 concurrent streams (order, CPU per chunk), and the
-//     non-streaming ready path, each beside the model called directly.
+//     non-streaming ready path, each beside the model called directly;
+//  7. measurements 1 and 3 again on a host whose store is PostgreSQL (a
+//     fresh schema per run on the server at WAKE_TEST_POSTGRES_DSN, default
+//     postgres://postgres@127.0.0.1:5432/test), beside bbolt's; skipped,
+//     saying so, when no server answers.
 //
 // Each figure is the median of -runs runs, each on a fresh simulator and a
 // fresh host.
@@ -135,7 +139,7 @@ func (b *harness) measure(ctx context.Context) ([]row, error) {
 
 	var asleep []asleepRun
 	for i := range p.runs {
-		r, err := b.asleep(ctx, i)
+		r, err := b.asleep(ctx, i, hostSpec{})
 		if err != nil {
 			return nil, fmt.Errorf("measurement 1 (asleep path), run %d: %w", i+1, err)
 		}
@@ -155,7 +159,7 @@ func (b *harness) measure(ctx context.Context) ([]row, error) {
 	}
 	var bursts []burstRun
 	for i := range p.runs {
-		r, err := b.burst(ctx, i)
+		r, err := b.burst(ctx, i, hostSpec{})
 		if err != nil {
 			return nil, fmt.Errorf("measurement 3 (burst), run %d: %w", i+1, err)
 		}
@@ -185,6 +189,11 @@ func (b *harness) measure(ctx context.Context) ([]row, error) {
 		doors, startups = append(doors, r), append(startups, r.startup)
 	}
 
+	pg, err := b.postgres(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("measurement 7 (the PostgreSQL store): %w", err)
+	}
+
 	var rows []row
 	rows = append(rows, asleepRows(p, asleep)...)
 	rows = append(rows, readyRows(p, ready)...)
@@ -192,6 +201,7 @@ func (b *harness) measure(ctx context.Context) ([]row, error) {
 	rows = append(rows, readinessRows(readiness[0], readiness[1])...)
 	rows = append(rows, footprintRows(fps, startups)...)
 	rows = append(rows, doorRows(p, doors)...)
+	rows = append(rows, postgresRows(p, pg, asleep, bursts)...)
 	return rows, nil
 }
 

@@ -6,7 +6,8 @@
 // makes that a failure. `make test` runs ./probe first, which says in one
 // line whether the PostgreSQL suites run or are skipped.
 //
-// It is imported by tests only (and by ./probe).
+// It is imported by tests only, and by ./probe and host/cmd/wakebench,
+// which measure against the same server.
 package pgtest
 
 import (

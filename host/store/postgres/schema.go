@@ -38,7 +38,10 @@ CREATE TABLE wake_pending (
 	created_at timestamptz NOT NULL
 );
 CREATE INDEX wake_pending_created_at ON wake_pending (created_at);
-CREATE TABLE wake_leases (
+-- Unlogged: a lease is worth nothing after the database restarts (every
+-- one has lapsed by then), and taking and giving one up per turn must not
+-- wait for the disk.
+CREATE UNLOGGED TABLE wake_leases (
 	name    text PRIMARY KEY,
 	holder  text NOT NULL,
 	expires timestamptz NOT NULL,
