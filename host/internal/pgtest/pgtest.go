@@ -90,6 +90,10 @@ func Need(t testing.TB) {
 	}
 }
 
+// Reason is the last part of a connection error, on one line:
+// "connection refused".
+func Reason(err error) string { return shortErr(err) }
+
 func shortErr(err error) string {
 	s := err.Error()
 	if i := strings.LastIndex(s, ": "); i >= 0 {

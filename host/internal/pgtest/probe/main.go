@@ -16,10 +16,10 @@ func main() {
 	case err == nil:
 		fmt.Printf("PostgreSQL suites: running against %s\n", pgtest.Where())
 	case pgtest.Required():
-		fmt.Printf("PostgreSQL suites: %s=required and no PostgreSQL answers at %s: %v\n", pgtest.EnvRequired, pgtest.Where(), err)
+		fmt.Printf("PostgreSQL suites: %s=required and no PostgreSQL answers at %s: %v\n", pgtest.EnvRequired, pgtest.Where(), pgtest.Reason(err))
 		os.Exit(1)
 	default:
 		fmt.Printf("PostgreSQL suites: SKIPPED — no PostgreSQL answers at %s (%v); set %s to a server, or %s=required to fail instead\n",
-			pgtest.Where(), err, pgtest.EnvDSN, pgtest.EnvRequired)
+			pgtest.Where(), pgtest.Reason(err), pgtest.EnvDSN, pgtest.EnvRequired)
 	}
 }
