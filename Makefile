@@ -29,6 +29,7 @@ demo: build
 	@echo "  curl -s -H 'Content-Type: application/json' -d '{\"message\":\"hello\",\"sessionId\":\"demo\"}' http://$(DEMO_LISTEN)/api/chat"
 	@echo "  curl -s http://$(DEMO_LISTEN)/api/pods/qwen"
 	@echo "  curl -s -H 'Content-Type: application/json' -d '{\"message\":\"hello\",\"sessionId\":\"fg\",\"wakeMode\":\"wait\"}' http://$(DEMO_LISTEN)/api/chat"
+	@echo "  curl -sN http://$(DEMO_LISTEN)/api/pods/qwen/events"
 	@echo
 	./$(BIN)/wakehost -simulate -config wake.toml -listen $(DEMO_LISTEN)
 

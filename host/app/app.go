@@ -5,8 +5,9 @@
 //
 // Lifecycle: New (load config, open the store, launch and handshake the
 // plugins, resume the watches of wakes that were in flight), Serve, then
-// Shutdown (stop accepting, let in-flight turns finish within the grace,
-// stop the watches, stop the plugins, close the store).
+// Shutdown (end the pod event streams, stop accepting, let in-flight turns
+// finish within the grace, stop the watches, stop the plugins, close the
+// store).
 package app
 
 import (
@@ -25,6 +26,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/chat"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/config"
+	"github.com/wakeonchat/wakeonchat/host/events"
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/sim"
@@ -62,6 +64,7 @@ type App struct {
 	gpu     *supervisor.GPU
 	provs   []*supervisor.Provider
 	coord   *wake.Coordinator
+	hub     *events.Hub
 	server  *chat.Server
 	door    *openai.Server
 	http    *http.Server
@@ -133,9 +136,19 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every stored change of a pod's record is pushed to whoever waits on
+	// the pod (the event streams, the door's held requests), who ask the
+	// conductor nothing. The hub starts from the stored records.
+	a.hub = events.New(0)
+	recs, err := a.store.Records()
+	if err != nil {
+		return nil, fmt.Errorf("reading the wake records: %w", err)
+	}
+	a.hub.Seed(recs)
 	a.coord = wake.New(wake.Config{
 		Pod: pod, Records: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
+		Changed: a.hub.Publish,
 	})
 	// Every resolver tells the machine what the conductor says and which
 	// turns were answered.
@@ -176,6 +189,8 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		Once:     pinned((*resolve.Model).CompleteOnce),
 		NoResend: pinned((*resolve.Model).CompleteNoResend),
 		Ready:    a.ready,
+		Events:   a.hub,
+		Estimate: a.estimate,
 	})
 	if a.door, err = a.openAIDoor(o.Getenv, models, pods); err != nil {
 		return nil, err
@@ -226,6 +241,12 @@ func (a *App) Serve() error {
 func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
 	graceRanOut := false
+	if a.hub != nil {
+		// An event stream or a held request lasts as long as its client
+		// waits: end them now (each with a last word), or the shutdown
+		// would wait for them until the grace ran out.
+		a.hub.Close()
+	}
 	if a.http != nil {
 		if err := a.http.Shutdown(ctx); err != nil {
 			graceRanOut = ctx.Err() != nil
@@ -297,6 +318,11 @@ func pinned(call func(*resolve.Model, context.Context, []pluginapi.Message) (str
 		return m.Complete(ctx, msgs)
 	}
 }
+
+// estimate is how long a wake of pod usually takes, for the event
+// stream's etaSeconds: [timings] expected_wake, the setting the replies'
+// "about 9 minutes" comes from, until wakes are measured.
+func (a *App) estimate(string) time.Duration { return a.cfg.Timings.ExpectedWake.Duration }
 
 // ready is /readyz: config loaded (it is, or New failed), store open, both
 // plugin kinds handshaken.

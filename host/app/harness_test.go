@@ -116,6 +116,7 @@ type pendingWake struct {
 	Provider        string     `json:"provider"`
 	WakeRequestedAt *time.Time `json:"wakeRequestedAt"`
 	State           string     `json:"state"`
+	Events          string     `json:"events"`
 }
 
 // chatReply is a POST /api/chat answer.

@@ -41,6 +41,7 @@ func (a *App) openAIDoor(getenv func(string) string, models map[string]*resolve.
 		Clock: a.clock, Logger: a.log, MaxBody: c.Server.MaxBodyBytes,
 		Keys: keys, CORSOrigins: c.OpenAI.CORSOrigins,
 		Hold: c.OpenAI.ColdStart == config.ColdStartHold, HoldMax: c.OpenAI.HoldMax.Duration, Keepalive: c.OpenAI.Keepalive.Duration,
+		Events:       a.hub,
 		WriteTimeout: c.Timings.CompletionTimeout.Duration,
 	}), nil
 }

@@ -29,10 +29,13 @@ type pendingWire struct {
 	Provider        string     `json:"provider"`
 	WakeRequestedAt *time.Time `json:"wakeRequestedAt"`
 	State           string     `json:"state"`
+	// Events is the pod's event stream, which tells the client when to
+	// resume without polling.
+	Events string `json:"events"`
 }
 
 func wirePending(p store.Pending) *pendingWire {
-	w := &pendingWire{Key: p.Key, Pod: p.Pod, Provider: p.Provider, State: p.State}
+	w := &pendingWire{Key: p.Key, Pod: p.Pod, Provider: p.Provider, State: p.State, Events: eventsPath(p.Pod)}
 	if !p.WakeRequestedAt.IsZero() {
 		t := p.WakeRequestedAt.UTC()
 		w.WakeRequestedAt = &t

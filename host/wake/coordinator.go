@@ -314,8 +314,12 @@ func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (mach
 	return d, next, nil
 }
 
-// wakeInProgress reports whether s is a state of a wake whose outcome is
-// not known yet: what the watch follows.
+// InProgress reports whether s is a state of a wake whose outcome is not
+// known yet (waking, loading, stuck): what the watch follows, and what the
+// pod event stream counts elapsed and remaining time in.
+func InProgress(s engine.State) bool { return wakeInProgress(s) }
+
+// wakeInProgress is InProgress.
 func wakeInProgress(s engine.State) bool {
 	return s == machines.Waking || s == machines.Loading || s == machines.Stuck
 }
