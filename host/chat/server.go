@@ -13,6 +13,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/machines"
@@ -52,6 +53,9 @@ type Config struct {
 	NoResend OnceFunc      // a completion that never re-sends an aborted attempt, for wait
 	Ready    func() error  // nil error when the host is ready (for /readyz)
 	NewToken func() string // session ids and pending keys; nil = crypto/rand
+	// Metrics counts and times every POST /api/chat by its result; nil
+	// counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // OnceFunc is a completion call the caller chooses for a pinned turn:
@@ -129,8 +133,9 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // Wait returns when session has no turn in flight: a turn that answered
-// stores itself after its reply is sent, before its slot is released. For
-// callers that read a session's history outside a turn.
+// stores itself after its reply is sent, before its slot is released, and
+// every turn is counted in the metrics before that. For callers that read a
+// session's history (or the metrics) outside a turn.
 func (s *Server) Wait(ctx context.Context, session string) error {
 	return s.slots.wait(ctx, session)
 }

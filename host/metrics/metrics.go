@@ -69,7 +69,7 @@ const (
 
 	// Either.
 	ConductorPluginError = "plugin_error" // the GPU plugin could not be reached or broke its contract
-	ConductorCanceled    = "canceled"     // the caller gave up first
+	ConductorCanceled    = "canceled"     // a read whose caller gave up first
 )
 
 // The phases of a wake: the phase label of wakeonchat_wake_phase_seconds.
