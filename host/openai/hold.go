@@ -19,6 +19,7 @@ import (
 // once; a state that will not become ready by waiting ends the hold as in
 // reply mode. A client that leaves ends it: its request never runs.
 func (s *Server) hold(t *turn, pod string, d machines.Decision) {
+	defer s.cfg.Metrics.Hold()()
 	ctx := t.r.Context()
 	began := s.cfg.Clock.Now()
 	deadline := began.Add(s.cfg.HoldMax)
@@ -117,7 +118,7 @@ func (s *Server) answerAfterHold(t *turn) {
 		s.failed(t, err)
 		return
 	}
-	s.reply(t, d.Text, string(d.To))
+	s.reply(t, d)
 }
 
 // readiness asks the conductor about pod now and reports the pod's record
