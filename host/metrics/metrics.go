@@ -195,6 +195,7 @@ func (m *Metrics) Registry() *prometheus.Registry {
 
 // Handler serves the metrics in the Prometheus exposition formats. A
 // collector that fails leaves its metrics out and the rest are served.
+// Unlike the hooks, it needs a Metrics from New.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
