@@ -27,6 +27,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/config"
 	"github.com/wakeonchat/wakeonchat/host/events"
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/sim"
@@ -72,6 +73,17 @@ type App struct {
 	ln      net.Listener
 	sim     *sim.Sim
 	tempDir string
+
+	metrics *metrics.Metrics
+	// onChange are called, in order, with every stored change of a pod's
+	// record (wake.Config.Changed, through changed): the metrics, and
+	// whatever else follows the pods. New appends to it before Resume, the
+	// first thing that can change a record.
+	onChange []func(wake.Change)
+	// admin serves the operators' surface on [server] admin_listen; nil
+	// when the main listener serves it.
+	admin   *http.Server
+	adminLn net.Listener
 }
 
 // New builds the host and starts everything but the HTTP server. On error
@@ -125,15 +137,18 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err := a.store.StartPruning(retention, cfg.Store.PruneInterval.Duration, a.log); err != nil {
 		return nil, err
 	}
-	if err := a.startPlugins(ctx, o.Getenv, o.Simulate); err != nil {
-		return nil, err
-	}
 	replies, err := cfg.ParsedReplies()
 	if err != nil {
 		return nil, err
 	}
 	pod, err := machines.NewPod(machines.Policy{Timings: cfg.MachineTimings(), Replies: replies})
 	if err != nil {
+		return nil, err
+	}
+	if err := a.startMetrics(pod); err != nil {
+		return nil, err
+	}
+	if err := a.startPlugins(ctx, o.Getenv, o.Simulate); err != nil {
 		return nil, err
 	}
 	// Every stored change of a pod's record is pushed to whoever waits on
@@ -145,10 +160,11 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		return nil, fmt.Errorf("reading the wake records: %w", err)
 	}
 	a.hub.Seed(recs)
+	a.onChange = append(a.onChange, a.hub.Publish)
 	a.coord = wake.New(wake.Config{
 		Pod: pod, Records: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
-		Changed: a.hub.Publish,
+		Changed: a.changed,
 	})
 	// Every resolver tells the machine what the conductor says and which
 	// turns were answered.
@@ -191,6 +207,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		Ready:    a.ready,
 		Events:   a.hub,
 		Estimate: a.estimate,
+		Metrics:  a.metrics,
 	})
 	if a.door, err = a.openAIDoor(o.Getenv, models, pods); err != nil {
 		return nil, err
@@ -200,10 +217,17 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		return nil, fmt.Errorf("server.listen: %w", err)
 	}
 	a.ln = chat.Listener(ln, 0) // net/http's own refusals answer JSON too
+	if err := a.listenAdmin(); err != nil {
+		return nil, err
+	}
+	var admin http.Handler // on the main listener, unless admin_listen has it
+	if a.admin == nil {
+		admin = a.adminRoutes()
+	}
 	grace := cfg.Timings.CompletionTimeout.Duration + 30*time.Second
 	a.reqs = newRequests()
 	a.http = &http.Server{
-		Handler:           a.reqs.wrap(routes(a.door.Handler(), a.server.Handler())),
+		Handler:           a.reqs.wrap(routes(a.door.Handler(), a.server.Handler(), admin)),
 		BaseContext:       func(net.Listener) context.Context { return a.reqs.base() },
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -223,11 +247,34 @@ func (a *App) Addr() string { return a.ln.Addr().String() }
 // Simulator is the built-in simulator, or nil.
 func (a *App) Simulator() *sim.Sim { return a.sim }
 
-// Serve serves HTTP until Shutdown.
+// Serve serves HTTP until Shutdown: the main listener and, with [server]
+// admin_listen, the admin listener. It returns nil once Shutdown stopped
+// both, or the error of the first that failed (the caller then shuts the
+// host down).
 func (a *App) Serve() error {
-	a.log.Info("wakehost serving", "addr", a.Addr(), "simulate", a.sim != nil)
-	if err := a.http.Serve(a.ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
+	attrs := []any{"addr", a.Addr(), "simulate", a.sim != nil}
+	if a.admin != nil {
+		attrs = append(attrs, "admin_addr", a.AdminAddr())
+	}
+	a.log.Info("wakehost serving", attrs...)
+	served := make(chan error, 2)
+	serve := func(s *http.Server, ln net.Listener) {
+		if err := s.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			served <- err
+			return
+		}
+		served <- nil
+	}
+	n := 1
+	go serve(a.http, a.ln)
+	if a.admin != nil {
+		n++
+		go serve(a.admin, a.adminLn)
+	}
+	for range n {
+		if err := <-served; err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -269,6 +316,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 		cancel()
 		a.http.Close()
 	}
+	if err := a.shutdownAdmin(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if err := a.close(ctx, graceRanOut); err != nil {
 		errs = append(errs, err)
 	}
@@ -287,6 +337,9 @@ func (a *App) close(ctx context.Context, graceRanOut bool) error {
 	}
 	if a.ln != nil {
 		a.ln.Close() // Shutdown closed it if Serve ran; this covers New failing or Serve never called
+	}
+	if a.adminLn != nil {
+		a.adminLn.Close()
 	}
 	for _, p := range a.provs {
 		p.Close()

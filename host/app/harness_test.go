@@ -46,6 +46,8 @@ type hostOptions struct {
 	// dataDir is [server] data_dir; default a fresh temp dir. Under simulate
 	// the app uses a temp dir of its own.
 	dataDir string
+	// adminListen is [server] admin_listen ("" for none).
+	adminListen string
 	// apiKeyEnv is the provider's api_key_env ("" for none).
 	apiKeyEnv string
 	// env is what Options.Getenv returns; nothing else is read from the
@@ -71,6 +73,7 @@ func writeConfig(t *testing.T, o hostOptions) string {
 	t.Helper()
 	return e2e.WriteConfig(t, e2e.Config{
 		DataDir:      o.dataDir,
+		AdminListen:  o.adminListen,
 		ConductorURL: o.conductorURL,
 		StartTimeout: startTimeout,
 		APIKeyEnv:    o.apiKeyEnv,

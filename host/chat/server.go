@@ -14,6 +14,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/machines"
@@ -62,6 +63,9 @@ type Config struct {
 	// EventsKeepalive is how often an open event stream gets an SSE
 	// comment; default DefaultEventsKeepalive (15s).
 	EventsKeepalive time.Duration
+	// Metrics counts and times every POST /api/chat by its result; nil
+	// counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // OnceFunc is a completion call the caller chooses for a pinned turn:
@@ -143,8 +147,9 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // Wait returns when session has no turn in flight: a turn that answered
-// stores itself after its reply is sent, before its slot is released. For
-// callers that read a session's history outside a turn.
+// stores itself after its reply is sent, before its slot is released, and
+// every turn is counted in the metrics before that. For callers that read a
+// session's history (or the metrics) outside a turn.
 func (s *Server) Wait(ctx context.Context, session string) error {
 	return s.slots.wait(ctx, session)
 }

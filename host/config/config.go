@@ -36,6 +36,10 @@ type Server struct {
 	Listen       string `toml:"listen"`         // host:port to listen on; default "127.0.0.1:8080"
 	DataDir      string `toml:"data_dir"`       // where the host keeps its state; default "data", relative to the config file's directory
 	MaxBodyBytes int64  `toml:"max_body_bytes"` // the largest request body accepted; default 1048576 (1 MiB)
+	// AdminListen is the host:port of a second HTTP server that serves the
+	// operators' surface (GET /metrics) and nothing else; the main listener
+	// then does not serve it. Default "": the main listener serves it.
+	AdminListen string `toml:"admin_listen"`
 }
 
 // Plugins says where the plugin binaries are.

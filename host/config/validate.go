@@ -46,6 +46,13 @@ func (c Config) validate() []*Error {
 	if err := checkListen(c.Server.Listen); err != nil {
 		add(&Error{Key: "server.listen", Err: err})
 	}
+	if c.Server.AdminListen != "" {
+		if err := checkListen(c.Server.AdminListen); err != nil {
+			add(&Error{Key: "server.admin_listen", Err: err})
+		} else if c.Server.AdminListen == c.Server.Listen && !strings.HasSuffix(c.Server.Listen, ":0") {
+			add(problem("server.admin_listen", "must differ from server.listen (leave it empty to serve /metrics on server.listen)"))
+		}
+	}
 	if c.Server.DataDir == "" {
 		add(problem("server.data_dir", "must not be empty"))
 	}

@@ -45,6 +45,18 @@ func TestValidate(t *testing.T) {
 			change: func(c *Config) { c.Server.Listen = "http://x:80" },
 			want:   []string{`server.listen: "http://x:80": must be host:port, such as "127.0.0.1:8080" or ":8080"`},
 		},
+		{name: "admin on another port", change: func(c *Config) { c.Server.AdminListen = "127.0.0.1:9090" }},
+		{name: "admin and main on any free port", change: func(c *Config) { c.Server.Listen, c.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0" }},
+		{
+			name:   "admin on the main address",
+			change: func(c *Config) { c.Server.AdminListen = c.Server.Listen },
+			want:   []string{"server.admin_listen: must differ from server.listen (leave it empty to serve /metrics on server.listen)"},
+		},
+		{
+			name:   "admin without a port",
+			change: func(c *Config) { c.Server.AdminListen = "127.0.0.1" },
+			want:   []string{`server.admin_listen: "127.0.0.1": must be host:port, such as "127.0.0.1:8080" or ":8080"`},
+		},
 		{
 			name:   "no data dir",
 			change: func(c *Config) { c.Server.DataDir = "" },

@@ -30,6 +30,7 @@ const holdRetry = 5 * time.Second
 // does the host's shutdown. A client that leaves ends it: its request never
 // runs.
 func (s *Server) hold(t *turn, pod string, d machines.Decision) {
+	defer s.cfg.Metrics.Hold()()
 	ctx := t.r.Context()
 	began := s.cfg.Clock.Now()
 	deadline := began.Add(s.cfg.HoldMax)
@@ -177,7 +178,7 @@ func (s *Server) answerAfterHold(t *turn) {
 		s.failed(t, err)
 		return
 	}
-	s.reply(t, d.Text, string(d.To))
+	s.reply(t, d)
 }
 
 func earliest(a, b time.Time) time.Time {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/events"
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
@@ -90,6 +91,9 @@ type Config struct {
 	// longer than the server's own write timeout); default 2m.
 	WriteTimeout time.Duration
 	NewID        func() string // completion ids of the door's own answers; nil = crypto/rand
+	// Metrics counts and times every POST /v1/chat/completions by its
+	// result, and the requests held; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Server serves the door. Create it with New.
