@@ -116,16 +116,18 @@ func TestProbeImplementationErrorIsPluginFailure(t *testing.T) {
 // deadline: a plugin that never answers cannot hold the host's probe.
 func TestProbeDeadline(t *testing.T) {
 	deadlines := make(chan time.Time, 1)
+	release := make(chan struct{})
 	fake := &fakeProber{
 		probe: func(ctx context.Context, _ string) (pluginapi.ProbeResult, error) {
 			d, _ := ctx.Deadline()
 			deadlines <- d
-			<-ctx.Done()
-			return pluginapi.ProbeResult{Aborted: true, Message: "canceled"}, nil
+			<-release // whatever ctx says
+			return pluginapi.ProbeResult{Answered: true}, nil
 		},
 		endpoints: make(chan string, 1),
 	}
 	pr := prober(t, fake)
+	t.Cleanup(func() { close(release) }) // before the connection closes
 	deadline := time.Now().Add(200 * time.Millisecond)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
