@@ -61,7 +61,8 @@ type Timings struct {
 	WakeWindow        Duration `toml:"wake_window"`        // an ask within it waits, beyond it wakes again; default from machines.DefaultTimings
 	LoadingCeiling    Duration `toml:"loading_ceiling"`    // loading this long is called stuck; default from machines.DefaultTimings
 	WakeWatch         Duration `toml:"wake_watch"`         // a wake not ready by then is recorded never-ready; default from machines.DefaultTimings
-	WatchPoll         Duration `toml:"watch_poll"`         // how often a watched wake's pod is read; default 60s
+	WatchPoll         Duration `toml:"watch_poll"`         // how often a watched wake's pod is read; default 5s
+	ProbeInterval     Duration `toml:"probe_interval"`     // how often a watched wake's model is probed once its pod is RUNNING, and each probe's cap; default 1s
 	ExpectedWake      Duration `toml:"expected_wake"`      // how long a wake usually takes, for the replies; default from machines.DefaultTimings
 	PodIdleStop       Duration `toml:"pod_idle_stop"`      // how long the pod idles before it stops itself, for the replies; default from machines.DefaultTimings
 	ReadySlack        Duration `toml:"ready_slack"`        // a readySince this much before the wake still counts; default from machines.DefaultTimings
@@ -137,7 +138,8 @@ func DefaultConfig() Config {
 			WakeWindow:        Duration{t.WakeWindow},
 			LoadingCeiling:    Duration{t.LoadingCeiling},
 			WakeWatch:         Duration{t.WakeWatch},
-			WatchPoll:         Duration{60 * time.Second},
+			WatchPoll:         Duration{5 * time.Second},
+			ProbeInterval:     Duration{time.Second},
 			ExpectedWake:      Duration{t.ExpectedWake},
 			PodIdleStop:       Duration{t.PodIdleStop},
 			ReadySlack:        Duration{t.ReadySlack},

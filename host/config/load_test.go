@@ -43,6 +43,7 @@ wake_window = "10m"
 loading_ceiling = "25m"
 wake_watch = "40m"
 watch_poll = "30s"
+probe_interval = "2s"
 expected_wake = "8m"
 pod_idle_stop = "20m"
 ready_slack = "2m"
@@ -153,6 +154,7 @@ func TestParse(t *testing.T) {
 						LoadingCeiling:    Duration{25 * time.Minute},
 						WakeWatch:         Duration{40 * time.Minute},
 						WatchPoll:         Duration{30 * time.Second},
+						ProbeInterval:     Duration{2 * time.Second},
 						ExpectedWake:      Duration{8 * time.Minute},
 						PodIdleStop:       Duration{20 * time.Minute},
 						ReadySlack:        Duration{2 * time.Minute},

@@ -95,6 +95,7 @@ func (c Config) validate() []*Error {
 	positive("timings.loading_ceiling", t.LoadingCeiling)
 	positive("timings.wake_watch", t.WakeWatch)
 	positive("timings.watch_poll", t.WatchPoll)
+	positive("timings.probe_interval", t.ProbeInterval)
 	positive("timings.expected_wake", t.ExpectedWake)
 	positive("timings.pod_idle_stop", t.PodIdleStop)
 	positive("timings.ready_slack", t.ReadySlack)
@@ -107,6 +108,9 @@ func (c Config) validate() []*Error {
 	}
 	if t.WakeWatch.Duration > 0 && t.WatchPoll.Duration > t.WakeWatch.Duration {
 		add(problem("timings.watch_poll", "must not be longer than timings.wake_watch (%v)", t.WakeWatch.Duration))
+	}
+	if t.WakeWatch.Duration > 0 && t.ProbeInterval.Duration > t.WakeWatch.Duration {
+		add(problem("timings.probe_interval", "must not be longer than timings.wake_watch (%v)", t.WakeWatch.Duration))
 	}
 
 	// [[providers]]

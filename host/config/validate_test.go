@@ -170,6 +170,7 @@ func TestValidate(t *testing.T) {
 				"timings.loading_ceiling: must be positive",
 				"timings.wake_watch: must be positive",
 				"timings.watch_poll: must be positive",
+				"timings.probe_interval: must be positive",
 				"timings.expected_wake: must be positive",
 				"timings.pod_idle_stop: must be positive",
 				"timings.ready_slack: must be positive",
@@ -199,6 +200,16 @@ func TestValidate(t *testing.T) {
 			name:   "watch poll longer than the watch",
 			change: func(c *Config) { c.Timings.WatchPoll = min(36) },
 			want:   []string{"timings.watch_poll: must not be longer than timings.wake_watch (35m0s)"},
+		},
+		{
+			name:   "negative probe interval",
+			change: func(c *Config) { c.Timings.ProbeInterval = Duration{-time.Second} },
+			want:   []string{"timings.probe_interval: must be positive"},
+		},
+		{
+			name:   "probe interval longer than the watch",
+			change: func(c *Config) { c.Timings.ProbeInterval = min(36) },
+			want:   []string{"timings.probe_interval: must not be longer than timings.wake_watch (35m0s)"},
 		},
 
 		// [[providers]]

@@ -45,6 +45,14 @@ type Config struct {
 	// WatchPoll is how often a wake's watch reads the pod; it also caps
 	// each read ([timings] watch_poll).
 	WatchPoll time.Duration
+	// Probe, when set, asks a pod's model whether it answers (the provider
+	// plugin serving the pod): a wake's watch probes while the pod is
+	// RUNNING with a proxy URL, until the model answers. Nil: the watch
+	// only reads the pod.
+	Probe Prober
+	// ProbeInterval is how often the watch probes, and the cap on each
+	// probe ([timings] probe_interval); required with Probe.
+	ProbeInterval time.Duration
 	// StartTimeout is the GPU plugin's own cap on a start request (D2's 3 s
 	// client timeout, [conductor] start_timeout). The background start's
 	// context is capped at StartTimeout + 5s, so the plugin's cap, which
@@ -74,6 +82,8 @@ type Coordinator struct {
 	clock        clock.Clock
 	log          *slog.Logger
 	watchPoll    time.Duration
+	prober       Prober        // nil: no probes
+	probeEvery   time.Duration // ProbeInterval
 	wakeWatch    time.Duration
 	startTimeout time.Duration
 	changed      func(Change)
@@ -101,8 +111,8 @@ type watchKey struct {
 }
 
 // New returns a Coordinator for cfg. It panics when cfg.Pod, cfg.Records or
-// cfg.GPU is nil, or a duration is not positive: that is a wiring mistake,
-// not a runtime condition.
+// cfg.GPU is nil, or a duration it needs is not positive: that is a wiring
+// mistake, not a runtime condition.
 func New(cfg Config) *Coordinator {
 	switch {
 	case cfg.Pod == nil:
@@ -113,6 +123,8 @@ func New(cfg Config) *Coordinator {
 		panic("wake: Config.GPU is nil")
 	case cfg.WatchPoll <= 0:
 		panic("wake: Config.WatchPoll is not positive")
+	case cfg.Probe != nil && cfg.ProbeInterval <= 0:
+		panic("wake: Config.ProbeInterval is not positive")
 	case cfg.StartTimeout <= 0:
 		panic("wake: Config.StartTimeout is not positive")
 	}
@@ -123,6 +135,8 @@ func New(cfg Config) *Coordinator {
 		clock:        cfg.Clock,
 		log:          cfg.Logger,
 		watchPoll:    cfg.WatchPoll,
+		prober:       cfg.Probe,
+		probeEvery:   cfg.ProbeInterval,
 		wakeWatch:    cfg.Pod.Timings().WakeWatch,
 		startTimeout: cfg.StartTimeout,
 		changed:      cfg.Changed,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,11 +32,13 @@ const waitLimit = 5 * time.Second
 type fakeGPU struct {
 	startPod func(ctx context.Context, pod string) (pluginapi.StartResult, error)
 	getPod   func(ctx context.Context, pod string, n int) (pluginapi.Pod, error) // n counts from 1
+	now      func() time.Time                                                    // for readTimes; nil: time.Now
 
 	mu      sync.Mutex
-	started []string // the pod of every StartPod, in order
-	read    []string // ... of every GetPod
-	stopped []string // ... of every StopPod
+	started []string    // the pod of every StartPod, in order
+	read    []string    // ... of every GetPod
+	readAt  []time.Time // when each GetPod was called
+	stopped []string    // ... of every StopPod
 }
 
 var _ pluginapi.GPU = (*fakeGPU)(nil)
@@ -54,6 +57,7 @@ func (f *fakeGPU) StartPod(ctx context.Context, pod string) (pluginapi.StartResu
 func (f *fakeGPU) GetPod(ctx context.Context, pod string) (pluginapi.Pod, error) {
 	f.mu.Lock()
 	f.read = append(f.read, pod)
+	f.readAt = append(f.readAt, nowOr(f.now))
 	n, get := len(f.read), f.getPod
 	f.mu.Unlock()
 	if get == nil {
@@ -89,6 +93,64 @@ func (f *fakeGPU) reads() int {
 	defer f.mu.Unlock()
 	return len(f.read)
 }
+
+// nowOr reads now, or the wall clock when now is nil.
+func nowOr(now func() time.Time) time.Time {
+	if now == nil {
+		return time.Now()
+	}
+	return now()
+}
+
+// readTimes is when each GetPod was called, in order.
+func (f *fakeGPU) readTimes() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.readAt)
+}
+
+// fakeProber is a hand-written wake.Prober: probe says what it answers
+// (nil: the model does not answer yet, the proxy's 502), and it keeps every
+// call.
+type fakeProber struct {
+	probe func(ctx context.Context, pod, proxyURL string) (pluginapi.ProbeResult, error)
+	now   func() time.Time // for the calls' times; nil: time.Now
+
+	mu    sync.Mutex
+	calls []probeCall
+}
+
+// probeCall is one Probe: its pod and proxy URL, and when it was made.
+type probeCall struct {
+	Pod, ProxyURL string
+	At            time.Time
+}
+
+var _ wake.Prober = (*fakeProber)(nil)
+
+func (f *fakeProber) Probe(ctx context.Context, pod, proxyURL string) (pluginapi.ProbeResult, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, probeCall{Pod: pod, ProxyURL: proxyURL, At: nowOr(f.now)})
+	probe := f.probe
+	f.mu.Unlock()
+	if probe == nil {
+		return notAnswered, nil
+	}
+	return probe(ctx, pod, proxyURL)
+}
+
+// probed is every Probe so far.
+func (f *fakeProber) probed() []probeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// notAnswered is a probe while the model loads behind the proxy.
+var notAnswered = pluginapi.ProbeResult{Status: 502, Message: "HTTP 502 Bad Gateway"}
+
+// answeredProbe is a probe the model answered.
+var answeredProbe = pluginapi.ProbeResult{Answered: true, Status: 200}
 
 // check fails t unless every call named pod and none stopped a pod.
 func (f *fakeGPU) check(t *testing.T, pod string) {
@@ -309,7 +371,10 @@ func newEnv(t *testing.T, cfg wake.Config) *env {
 	}
 	e.recs, _ = cfg.Records.(*memRecords)
 	if cfg.WatchPoll == 0 {
-		cfg.WatchPoll = 60 * time.Second // the config's default
+		cfg.WatchPoll = 5 * time.Second // the config's default
+	}
+	if cfg.Probe != nil && cfg.ProbeInterval == 0 {
+		cfg.ProbeInterval = time.Second // the config's default
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 3 * time.Second // the config's default

@@ -15,11 +15,16 @@ import (
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
+// The tests in this file tell a wake in whole minutes (12:08 UTC, "the
+// 12:01 poll"): they poll every minute, not at the default watch_poll of
+// 5 s, and have no prober, so the watch only reads the pod. The default
+// cadence and the probes are tested in probe_test.go.
+
 // TestWatchRecordsReady: the watch polls every minute until the conductor
 // reports readySince, records the wake ready, and stops polling. The next
 // not-ready then says the GPU was ready and stopped (D12).
 func TestWatchRecordsReady(t *testing.T) {
-	e := newEnv(t, wake.Config{})
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 	e.gpu.getPod = func(_ context.Context, _ string, n int) (pluginapi.Pod, error) {
 		if n < 9 {
 			return exited(), nil
@@ -68,7 +73,7 @@ func TestWatchRecordsReady(t *testing.T) {
 func TestWatchFollowsTheConductor(t *testing.T) {
 	readyAt := t0.Add(7 * time.Minute)
 	reads := []pluginapi.Pod{exited(), upPod(time.Time{}), exited(), upPod(time.Time{}), upPod(readyAt)}
-	e := newEnv(t, wake.Config{})
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 	e.gpu.getPod = func(_ context.Context, _ string, n int) (pluginapi.Pod, error) { return reads[n-1], nil }
 	e.notReady(t)
 	want := []machines.Record{
@@ -165,7 +170,7 @@ func TestWatchReadySince(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, wake.Config{})
+			e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 			e.gpu.getPod = func(context.Context, string, int) (pluginapi.Pod, error) { return upPod(tt.readySince), nil }
 			e.notReady(t)
 			e.step(t, time.Minute)
@@ -197,7 +202,7 @@ var cmpInstants = cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })
 // TestWatchReadPodErrors: a failed pod read is logged at warn, in words that
 // carry no URL, changes nothing, and the watch polls on.
 func TestWatchReadPodErrors(t *testing.T) {
-	e := newEnv(t, wake.Config{})
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 	e.gpu.getPod = func(_ context.Context, _ string, n int) (pluginapi.Pod, error) {
 		switch n {
 		case 1:
@@ -247,7 +252,7 @@ func TestWatchReadPodErrors(t *testing.T) {
 // poll it finds the record ready and reads the pod no more. The ready line is
 // logged once, by whichever event made the wake ready.
 func TestWatchStopsWhenSeenReady(t *testing.T) {
-	e := newEnv(t, wake.Config{})
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 	e.notReady(t)
 	e.step(t, time.Minute)
 	e.waitWaiters(t, 1) // the first read (EXITED) is done
@@ -281,7 +286,7 @@ func TestWatchSuperseded(t *testing.T) {
 	rewakeAt := t0.Add(15*time.Minute + time.Millisecond)
 
 	t.Run("before a poll", func(t *testing.T) {
-		e := newEnv(t, wake.Config{})
+		e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 		e.gpu.getPod = func(_ context.Context, _ string, n int) (pluginapi.Pod, error) {
 			if n <= 15 {
 				return exited(), nil
@@ -312,7 +317,7 @@ func TestWatchSuperseded(t *testing.T) {
 	})
 
 	t.Run("during a poll", func(t *testing.T) {
-		e := newEnv(t, wake.Config{})
+		e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 		entered, release := make(chan struct{}), make(chan struct{})
 		// The old wake's boot became ready 1 ms before the new wake's slack.
 		earlier := rewakeAt.Add(-time.Minute - time.Millisecond)
@@ -369,7 +374,7 @@ func TestResume(t *testing.T) {
 		machines.Record{Pod: "loading-no-wake", State: machines.Loading, ModelLoadingSince: t0.Add(-time.Minute)},
 		machines.NewRecord("idle"),
 	)
-	e := newEnv(t, wake.Config{Records: recs})
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute, Records: recs})
 	e.gpu.getPod = func(_ context.Context, _ string, n int) (pluginapi.Pod, error) {
 		if n < 3 {
 			return exited(), nil
@@ -424,7 +429,7 @@ func TestResume(t *testing.T) {
 // the original request, not 35 minutes after the restart.
 func TestResumeKeepsTheWakeDeadline(t *testing.T) {
 	wakeAt := t0.Add(-10 * time.Minute)
-	e := newEnv(t, wake.Config{Records: newMemRecords(
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute, Records: newMemRecords(
 		machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: wakeAt})})
 	if err := e.c.Resume(func(string) bool { return true }); err != nil {
 		t.Fatal(err)
@@ -477,7 +482,7 @@ func TestResumeLate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, wake.Config{Records: newMemRecords(
+			e := newEnv(t, wake.Config{WatchPoll: time.Minute, Records: newMemRecords(
 				machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: wakeAt})})
 			e.gpu.getPod = func(context.Context, string, int) (pluginapi.Pod, error) { return tt.pod, nil }
 			if err := e.c.Resume(func(string) bool { return true }); err != nil {
@@ -498,7 +503,7 @@ func TestResumeLate(t *testing.T) {
 
 // TestOneWatchPerWake: resuming twice starts one watch, not two.
 func TestOneWatchPerWake(t *testing.T) {
-	e := newEnv(t, wake.Config{Records: newMemRecords(
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute, Records: newMemRecords(
 		machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0.Add(-10 * time.Minute)})})
 	for range 2 {
 		if err := e.c.Resume(func(string) bool { return true }); err != nil {

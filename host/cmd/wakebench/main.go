@@ -162,7 +162,7 @@ func (b *harness) measure(ctx context.Context) ([]row, error) {
 		b.progressf("3 burst, run %d/%d: %d replies 200, starts %d, wall %s", i+1, p.runs, r.ok, r.starts, ms(r.wall))
 		bursts, startups, fps[2] = append(bursts, r), append(startups, r.startup), append(fps[2], r.fp)
 	}
-	var readiness [2][]readinessRun // watch_poll default (60s), short
+	var readiness [2][]readinessRun // watch_poll default (5s), short
 	for i := range p.runs {
 		for k, poll := range []time.Duration{0, shortWatchPoll} {
 			r, err := b.readiness(ctx, i, p.runs, poll)
