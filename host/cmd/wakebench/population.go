@@ -87,8 +87,8 @@ type user struct {
 	// answeredWall is the same moment on the wall clock: how long the
 	// host took to deliver a pushed readiness is wall time, not scaled.
 	answeredWall time.Time
-	left     time.Time // gave up unanswered; zero if answered
-	requests int       // POSTs it sent (each may cost the host one conductor lookup)
+	left         time.Time // gave up unanswered; zero if answered
+	requests     int       // POSTs it sent (each may cost the host one conductor lookup)
 }
 
 // waitingAt reports whether u was waiting for its first answer at t: it had
