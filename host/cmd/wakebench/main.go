@@ -11,12 +11,17 @@
 //  5. the processes' resident memory and the host's start-up time;
 //  6. the OpenAI-compatible door: streaming time to first byte and relay
 //     cost per chunk, 64 concurrent streams (order, CPU per chunk), and the
-//     non-streaming ready path, each beside the model called directly.
+//     non-streaming ready path, each beside the model called directly;
+//  7. wake efficiency over a simulated working day (population.go): three
+//     populations of users (legacy askers, wait/resume clients on the event
+//     stream, OpenAI clients in hold mode), each on an in-process host and
+//     simulator with a scaled clock, side by side; printed as a second
+//     table, one column per population.
 //
 // Each figure is the median of -runs runs, each on a fresh simulator and a
 // fresh host.
 //
-//	go run ./host/cmd/wakebench [-runs 5] [-quick] [-out FILE]
+//	go run ./host/cmd/wakebench [-runs 5] [-quick] [-only 1-6|7] [-out FILE]
 //
 // It builds with the go command on PATH, from the module of the working
 // directory. It talks to 127.0.0.1 only, bounds every loop in count and time,
@@ -49,15 +54,16 @@ type plan struct {
 	seqAsks     int // measurement 1 at concurrency 1
 	concAsks    int // measurement 1 at concurrency `concurrency`
 	concurrency int
-	readyPairs  int // measurement 2: turns through the host, and as many direct
-	warmup      int // measurement 2: pairs before measuring
-	burst       int // measurement 3
-	doorPairs   int // measurement 6: streams and non-streaming completions through the door, and as many direct
+	readyPairs  int     // measurement 2: turns through the host, and as many direct
+	warmup      int     // measurement 2: pairs before measuring
+	burst       int     // measurement 3
+	doorPairs   int     // measurement 6: streams and non-streaming completions through the door, and as many direct
+	day         dayPlan // measurement 7
 }
 
 var (
-	fullPlan  = plan{runs: 5, seqAsks: 200, concAsks: 2000, concurrency: 64, readyPairs: 1000, warmup: 100, burst: 1000, doorPairs: 300}
-	quickPlan = plan{runs: 2, seqAsks: 50, concAsks: 400, concurrency: 64, readyPairs: 200, warmup: 20, burst: 1000, doorPairs: 60}
+	fullPlan  = plan{runs: 5, seqAsks: 200, concAsks: 2000, concurrency: 64, readyPairs: 1000, warmup: 100, burst: 1000, doorPairs: 300, day: fullDay}
+	quickPlan = plan{runs: 2, seqAsks: 50, concAsks: 400, concurrency: 64, readyPairs: 200, warmup: 20, burst: 1000, doorPairs: 60, day: quickDay}
 )
 
 func main() {
@@ -71,9 +77,13 @@ func run() error {
 	runs := flag.Int("runs", 0, "runs per measurement, each figure their median (default 5; 2 with -quick)")
 	quick := flag.Bool("quick", false, "a smoke test: fewer runs and requests")
 	out := flag.String("out", "", "also write the table to this file")
+	only := flag.String("only", "", `run only these measurements: "1-6" (the table) or "7" (the simulated day)`)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", flag.Args())
+	}
+	if *only != "" && *only != "1-6" && *only != "7" {
+		return fmt.Errorf(`-only must be "1-6" or "7", not %q`, *only)
 	}
 	p := fullPlan
 	if *quick {
@@ -99,11 +109,25 @@ func run() error {
 	if err := binaries.Build(ctx, b.binDir); err != nil {
 		return err
 	}
-	rows, err := b.measure(ctx)
-	if err != nil {
-		return err
+	var table string
+	if *only != "7" {
+		rows, err := b.measure(ctx)
+		if err != nil {
+			return err
+		}
+		table = renderTable(header(p, *quick, time.Now(), loadBefore, loadAvg(), fsType(work)), rows)
 	}
-	table := renderTable(header(p, *quick, time.Now(), loadBefore, loadAvg(), fsType(work)), rows)
+	if *only != "1-6" {
+		b.progressf("7 wake efficiency: three populations, a simulated %s day each, side by side", p.day.length)
+		days, err := b.days(ctx, p.day)
+		if err != nil {
+			return err
+		}
+		if table != "" {
+			table += "\n"
+		}
+		table += days
+	}
 	fmt.Print(table)
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(table), 0o644); err != nil {
