@@ -165,7 +165,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		Pod: pod, Records: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
 		Changed: a.changed,
-		Probe: a.probers(), ProbeInterval: cfg.Timings.ProbeInterval.Duration,
+		Probe:   a.probers(), ProbeInterval: cfg.Timings.ProbeInterval.Duration,
 	})
 	// Every resolver tells the machine what the conductor says and which
 	// turns were answered.
