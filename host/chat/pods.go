@@ -21,6 +21,14 @@ type podReport struct {
 	WakeRequestedAt *time.Time `json:"wakeRequestedAt"`
 	Outcome         *string    `json:"outcome"`
 	Ready           bool       `json:"ready"`
+	// The estimate: how long a wake of this pod takes (the median of its
+	// last completed wakes, or expected_wake while etaWakes is 0), and for
+	// a wake in progress when it is expected ready and how long that is
+	// from now (never negative).
+	EtaSeconds       int64      `json:"etaSeconds"`
+	EtaWakes         int        `json:"etaWakes"`
+	EtaAt            *time.Time `json:"etaAt"`
+	RemainingSeconds *int64     `json:"remainingSeconds"`
 }
 
 func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
@@ -63,6 +71,12 @@ func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
 	}
 	if o := rec.Outcome(); o != "" {
 		rep.Outcome = &o
+	}
+	est := s.cfg.Wake.Estimate(name)
+	rep.EtaSeconds, rep.EtaWakes = int64(est.Wake.Round(time.Second)/time.Second), est.Wakes
+	if at, remaining, ok := s.cfg.Policy.Eta(rec, est, s.cfg.Clock.Now()); ok {
+		at, secs := at.UTC(), int64(remaining/time.Second)
+		rep.EtaAt, rep.RemainingSeconds = &at, &secs
 	}
 	writeJSON(w, http.StatusOK, rep)
 }
