@@ -211,10 +211,13 @@ func (r *Replies) Render(key ReplyKey, d ReplyData) (string, error) {
 // ("2006-01-02 15:04 UTC") when t is not on the same UTC day as now.
 func FormatClock(t, now time.Time) string {
 	t, now = t.UTC(), now.UTC()
+	layout := "2006-01-02 15:04 UTC"
 	if t.Year() == now.Year() && t.YearDay() == now.YearDay() {
-		return t.Format("15:04") + " UTC"
+		layout = "15:04 UTC"
 	}
-	return t.Format("2006-01-02 15:04") + " UTC"
+	// One allocation, the string: every decision with a wake formats two.
+	var buf [len("2006-01-02 15:04 UTC")]byte
+	return string(t.AppendFormat(buf[:0], layout))
 }
 
 func sortedKeys(m map[ReplyKey]string) []ReplyKey {
