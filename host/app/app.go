@@ -374,9 +374,9 @@ func pinned(call func(*resolve.Model, context.Context, []pluginapi.Message) (str
 }
 
 // estimate is how long a wake of pod usually takes, for the event
-// stream's etaSeconds: [timings] expected_wake, the setting the replies'
-// "about 9 minutes" comes from, until wakes are measured.
-func (a *App) estimate(string) time.Duration { return a.cfg.Timings.ExpectedWake.Duration }
+// stream's etaSeconds: the figure the replies quote, measured from the
+// pod's wake log ([timings] expected_wake until a wake is measured).
+func (a *App) estimate(pod string) time.Duration { return a.coord.Estimate(pod).Wake }
 
 // ready is /readyz: config loaded (it is, or New failed), store open, both
 // plugin kinds handshaken.

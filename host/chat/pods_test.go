@@ -42,7 +42,7 @@ func report(fields map[string]any) map[string]any {
 	m := map[string]any{
 		"pod": "qwen", "status": "EXITED", "isRunning": false, "readySince": nil, "lookup": "FOUND",
 		"fromCache": false, "state": "asleep", "wakeRequestedAt": nil, "outcome": nil, "ready": false,
-		"etaSeconds": float64(540), "etaWakes": float64(0), "etaAt": nil, "remainingSeconds": nil,
+		"estimateSeconds": float64(540), "estimateWakes": float64(0), "etaAt": nil, "etaSeconds": nil,
 	}
 	for k, v := range fields {
 		m[k] = v
@@ -72,13 +72,13 @@ func TestPodReport(t *testing.T) {
 	// was requested: no wake of this pod is measured yet.
 	eta := "2026-09-09T12:35:25Z"
 	check("waking", report(map[string]any{"status": "CREATED", "state": "waking", "wakeRequestedAt": wake,
-		"etaAt": eta, "remainingSeconds": float64(540)}))
+		"etaAt": eta, "etaSeconds": float64(540)}))
 
 	// The view's RUNNING reaches the machine before the record is read.
 	h.advance(t, 6*time.Minute)
 	h.gpu.set(loadingPod())
 	loading := map[string]any{"status": "RUNNING", "isRunning": true, "state": "loading", "wakeRequestedAt": wake,
-		"etaAt": eta, "remainingSeconds": float64(180)}
+		"etaAt": eta, "etaSeconds": float64(180)}
 	check("loading", report(loading))
 
 	earlier := rfc3339(t0.Add(-61 * time.Second))
@@ -221,7 +221,7 @@ func TestPodReportAgrees(t *testing.T) {
 	running := map[string]any{"status": "RUNNING", "isRunning": true, "wakeRequestedAt": wake}
 	// A wake in progress, read when it was requested: expected_wake to go.
 	const eta = "2026-09-09T12:35:25Z"
-	inProgress := map[string]any{"etaAt": eta, "remainingSeconds": float64(540)}
+	inProgress := map[string]any{"etaAt": eta, "etaSeconds": float64(540)}
 	with := func(base map[string]any, fields map[string]any) map[string]any {
 		m := report(base)
 		for k, v := range fields {
@@ -291,7 +291,7 @@ func TestPodReportAgrees(t *testing.T) {
 			}
 			// Past the estimate: when it was due, and no time left, never
 			// a negative one.
-		}, with(running, map[string]any{"state": "stuck", "etaAt": eta, "remainingSeconds": float64(0)}), nil, 1},
+		}, with(running, map[string]any{"state": "stuck", "etaAt": eta, "etaSeconds": float64(0)}), nil, 1},
 		{"refused", startOutcome(pluginapi.StartResult{Status: 409}, "wake refused for pod qwen: status=409"),
 			report(map[string]any{"state": "refused", "outcome": "refused", "wakeRequestedAt": wake}), nil, 1},
 		{"start failed", startOutcome(pluginapi.StartResult{Error: "ECONNREFUSED"}, "wake failed for pod qwen: ECONNREFUSED"),
@@ -482,9 +482,9 @@ func TestPodReportEstimate(t *testing.T) {
 	}
 	eta := func(step string, want ...any) {
 		t.Helper()
-		got := field(getPod(t, h.api, "qwen"), "state", "etaSeconds", "etaWakes", "etaAt", "remainingSeconds")
+		got := field(getPod(t, h.api, "qwen"), "state", "estimateSeconds", "estimateWakes", "etaAt", "etaSeconds")
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("%s: state, etaSeconds, etaWakes, etaAt, remainingSeconds (-want +got):\n%s", step, diff)
+			t.Errorf("%s: state, estimateSeconds, estimateWakes, etaAt, etaSeconds (-want +got):\n%s", step, diff)
 		}
 	}
 
