@@ -117,6 +117,10 @@ type Event struct {
 	// ReadySinceSeen, PodUp and Answered: the conductor's readySince, zero
 	// when it gave none.
 	ReadySince time.Time
+	// Answered: the answer was the wake's watch probing the model, not a
+	// user's turn. It makes the wake ready like any answer, but serves
+	// nobody.
+	Probe bool
 	// StartRefused: the start's HTTP status.
 	HTTPStatus int
 	// Outcome events: the WakeRequestedAt of the wake they belong to. An
@@ -332,7 +336,9 @@ func (p *Pod) Decide(rec Record, ev Event) (Decision, Record, error) {
 				}
 			}
 		case "recordServed":
-			next.Served = true
+			if !ev.Probe {
+				next.Served = true
+			}
 		case "recordRefused":
 			next.RefusedStatus = ev.HTTPStatus
 		default:

@@ -402,6 +402,14 @@ func TestDecide(t *testing.T) {
 			})},
 		},
 		{
+			name: "the watch's probe answering makes the wake ready, and serves nobody",
+			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince, r.RunningAt = at(0), at(0), at(6*min) }),
+			ev:   Event{Trigger: Answered, At: at(9 * min), Probe: true},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, func(r *Record) {
+				r.WakeRequestedAt, r.RunningAt, r.ReadyAt = at(0), at(6*min), at(9*min)
+			})},
+		},
+		{
 			name: "the first turn answered on a ready wake serves it",
 			rec:  rec(Ready, func(r *Record) { r.WakeRequestedAt, r.RunningAt, r.ReadyAt = at(0), at(6*min), at(9*min) }),
 			ev:   Event{Trigger: Answered, At: at(10 * min)},

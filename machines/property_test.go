@@ -44,7 +44,7 @@ func randomEvent(r *rand.Rand, rec Record, now time.Time) Event {
 	case 3:
 		return Event{Trigger: ModelLoading, At: now, Status: "RUNNING", Estimate: estimate()}
 	case 4:
-		return Event{Trigger: Answered, At: now}
+		return Event{Trigger: Answered, At: now, Probe: r.IntN(3) == 0}
 	case 5:
 		return Event{Trigger: PodDown, At: now, Status: "EXITED"}
 	case 6:
@@ -95,7 +95,7 @@ func randomStep(r *rand.Rand, p Timings) time.Duration {
 //     zero, a measured figure of at least a minute, and the late reply only
 //     past a measured estimate;
 //   - a wake starts with no RUNNING time and no turn served; only an
-//     answered turn serves;
+//     answered turn serves, never the watch's probe;
 //   - the wake log gets one entry per wake, each with an outcome and
 //     ready times only for a ready one.
 func TestProperties(t *testing.T) {
@@ -158,8 +158,8 @@ func TestProperties(t *testing.T) {
 			if d.Reply == ReplyStillWakingLate && (ev.Estimate.Wakes == 0 || now.Sub(rec.WakeRequestedAt) < ev.Estimate.Wake) {
 				t.Fatalf("seed %d step %d: late with %+v, %s after the request", seed, i, ev.Estimate, now.Sub(rec.WakeRequestedAt))
 			}
-			if next.Served && !rec.Served && ev.Trigger != Answered {
-				t.Fatalf("seed %d step %d: %s served a turn", seed, i, ev.Trigger)
+			if next.Served && !rec.Served && (ev.Trigger != Answered || ev.Probe) {
+				t.Fatalf("seed %d step %d: %s (probe %v) served a turn", seed, i, ev.Trigger, ev.Probe)
 			}
 			if w, ok := LogWake(log, rec, next); ok {
 				if !w.RequestedAt.Equal(rec.WakeRequestedAt) || w.Outcome == "" || (!w.ReadyAt.IsZero() && w.Outcome != string(Ready)) {
