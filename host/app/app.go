@@ -162,7 +162,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	a.hub.Seed(recs)
 	a.onChange = append(a.onChange, a.hub.Publish)
 	a.coord = wake.New(wake.Config{
-		Pod: pod, Records: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
+		Pod: pod, Records: a.store, Wakes: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
 		Changed: a.changed,
 		Probe:   a.probers(), ProbeInterval: cfg.Timings.ProbeInterval.Duration,
@@ -374,9 +374,9 @@ func pinned(call func(*resolve.Model, context.Context, []pluginapi.Message) (str
 }
 
 // estimate is how long a wake of pod usually takes, for the event
-// stream's etaSeconds: [timings] expected_wake, the setting the replies'
-// "about 9 minutes" comes from, until wakes are measured.
-func (a *App) estimate(string) time.Duration { return a.cfg.Timings.ExpectedWake.Duration }
+// stream's etaSeconds: the figure the replies quote, measured from the
+// pod's wake log ([timings] expected_wake until a wake is measured).
+func (a *App) estimate(pod string) time.Duration { return a.coord.Estimate(pod).Wake }
 
 // ready is /readyz: config loaded (it is, or New failed), store open, both
 // plugin kinds handshaken.

@@ -255,7 +255,7 @@ func viewOf(res resolve.Resolution) machines.View {
 // describe is the state's reply for a turn that must not wake, and its
 // key.
 func (s *Server) describe(rec machines.Record, v machines.View) (string, string) {
-	key, text, err := s.cfg.Policy.Describe(rec, v, s.cfg.Clock.Now())
+	key, text, err := s.cfg.Policy.Describe(rec, v, s.cfg.Clock.Now(), s.cfg.Wake.Estimate(rec.Pod))
 	if err != nil {
 		// Replies were rendered against sample data at load; this is a bug.
 		s.cfg.Logger.Error("rendering a reply", "err", err)

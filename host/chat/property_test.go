@@ -132,6 +132,7 @@ var propPolicyReplies = func() []*regexp.Regexp {
 	clockTime := `(\d{4}-\d{2}-\d{2} )?\d{2}:\d{2} UTC`
 	fields := map[string]string{
 		"ElapsedMinutes": `\d+`, "ExpectedMinutes": `\d+`, "LoadingMinutes": `\d+`, "IdleMinutes": `\d+`,
+		"EtaMinutes": `\d+`, "RemainingMinutes": `\d+`, "EtaAt": `(` + clockTime + `)?`,
 		"Status": `\d{3}`, "ReadyAt": clockTime, "WakeRequestedAt": clockTime,
 	}
 	var out []*regexp.Regexp

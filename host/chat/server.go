@@ -26,6 +26,7 @@ import (
 type Coordinator interface {
 	NotReady(ctx context.Context, pod, status, lookup string, modelLoading bool) (machines.Decision, error)
 	Record(pod string) (machines.Record, error)
+	Estimate(pod string) machines.Estimate
 }
 
 // PodView reports a pod as the conductor sees it; *resolve.Resolver is one.

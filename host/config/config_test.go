@@ -212,7 +212,7 @@ func TestParsedReplies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DefaultConfig().ParsedReplies(): %v", err)
 	}
-	got, err := r.Render(machines.ReplyStillWaking, machines.ReplyData{ElapsedMinutes: 3, ExpectedMinutes: 9})
+	got, err := r.Render(machines.ReplyStillWaking, machines.ReplyData{ElapsedMinutes: 3, ExpectedMinutes: 9, EtaMinutes: 9})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,6 +86,7 @@ cors_origins = ["https://chat.example.com", "http://localhost:3000"]
 [replies]
 waking = "w {{.ExpectedMinutes}}"
 still_waking = "sw {{.ElapsedMinutes}}"
+still_waking_late = "swl {{.EtaMinutes}} {{.RemainingMinutes}} {{.EtaAt}}"
 rewake = "rw"
 loading = "l"
 loading_waking = "lw {{.ElapsedMinutes}}"
@@ -184,7 +185,8 @@ func TestParse(t *testing.T) {
 						CORSOrigins: []string{"https://chat.example.com", "http://localhost:3000"},
 					},
 					Replies: map[machines.ReplyKey]string{
-						"waking": "w {{.ExpectedMinutes}}", "still_waking": "sw {{.ElapsedMinutes}}", "rewake": "rw",
+						"waking": "w {{.ExpectedMinutes}}", "still_waking": "sw {{.ElapsedMinutes}}",
+						"still_waking_late": "swl {{.EtaMinutes}} {{.RemainingMinutes}} {{.EtaAt}}", "rewake": "rw",
 						"loading": "l", "loading_waking": "lw {{.ElapsedMinutes}}", "stuck": "s {{.LoadingMinutes}}", "crashed": "c {{.ReadyAt}}",
 						"unreadable": "u", "ready_then_stopped": "rts {{.ReadyAt}} {{.IdleMinutes}}",
 						"never_ready": "nr {{.WakeRequestedAt}}", "refused": "r {{.Status}}", "wake_failed": "wf",

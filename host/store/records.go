@@ -43,12 +43,9 @@ func (s *Store) PutRecord(r machines.Record) error {
 	if r.Pod == "" {
 		return errNoPod
 	}
-	r.WakeRequestedAt = utc(r.WakeRequestedAt)
-	r.ModelLoadingSince = utc(r.ModelLoadingSince)
-	r.ReadyAt = utc(r.ReadyAt)
-	v, err := json.Marshal(r)
+	v, err := encodeRecord(r)
 	if err != nil {
-		return fmt.Errorf("store: record of pod %q: %w", r.Pod, err)
+		return err
 	}
 	return s.update(func(tx *bolt.Tx) error {
 		b, err := bucket(tx, bucketPods)
@@ -78,6 +75,19 @@ func (s *Store) Records() ([]machines.Record, error) {
 		return nil, err
 	}
 	return rs, nil
+}
+
+// encodeRecord is r as the store keeps it: JSON, its times in UTC.
+func encodeRecord(r machines.Record) ([]byte, error) {
+	r.WakeRequestedAt = utc(r.WakeRequestedAt)
+	r.ModelLoadingSince = utc(r.ModelLoadingSince)
+	r.ReadyAt = utc(r.ReadyAt)
+	r.RunningAt = utc(r.RunningAt)
+	v, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("store: record of pod %q: %w", r.Pod, err)
+	}
+	return v, nil
 }
 
 func decodeRecord(pod string, v []byte) (machines.Record, error) {

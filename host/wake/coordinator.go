@@ -33,15 +33,30 @@ type Records interface {
 	Records() ([]machines.Record, error)
 }
 
-// Config configures a Coordinator. Every field but Clock and Logger is
-// required: the host's defaults are its config's (host/config), and exist
-// nowhere else.
+// WakeLog keeps each pod's log of wakes (the store implements it).
+type WakeLog interface {
+	// PutRecordWake stores r, as Records.PutRecord does, and w in r.Pod's
+	// wake log, in one transaction: w replaces the entry of the same wake
+	// (its RequestedAt), or is added.
+	PutRecordWake(r machines.Record, w machines.Wake) error
+	// Wakes returns pod's wake log, oldest first.
+	Wakes(pod string) ([]machines.Wake, error)
+}
+
+// Config configures a Coordinator. Every field but Clock, Logger, Wakes
+// and Changed is required: the host's defaults are its config's
+// (host/config), and exist nowhere else.
 type Config struct {
 	Pod     *machines.Pod // the compiled machine; its timings are the policy's
 	Records Records       // where records live
-	GPU     pluginapi.GPU // the GPU plugin: starts a pod, reads it for the watch
-	Clock   clock.Clock   // default clock.Real()
-	Logger  *slog.Logger  // default: discard
+	// Wakes, when set, is where each pod's wake log lives: the Coordinator
+	// writes an entry with the record whenever machines.LogWake says so,
+	// and every event carries the estimate the log gives
+	// (machines.EstimateWake). Without it the estimate is expected_wake.
+	Wakes  WakeLog
+	GPU    pluginapi.GPU // the GPU plugin: starts a pod, reads it for the watch
+	Clock  clock.Clock   // default clock.Real()
+	Logger *slog.Logger  // default: discard
 	// WatchPoll is how often a wake's watch reads the pod; it also caps
 	// each read ([timings] watch_poll).
 	WatchPoll time.Duration
@@ -69,7 +84,10 @@ type Config struct {
 // Change is one stored change of a pod's record.
 type Change struct {
 	Before, After machines.Record
-	Event         machines.Event // its At is when the change was decided
+	Event         machines.Event // its At is when the change was decided; its Estimate the one it was decided by
+	// Wake is the wake log entry stored with this change (a wake whose
+	// outcome became known, or that served its first turn), nil when none.
+	Wake *machines.Wake
 }
 
 // Coordinator feeds every event of a pod to the pod lifecycle machine and
@@ -78,6 +96,7 @@ type Change struct {
 type Coordinator struct {
 	pod          *machines.Pod
 	records      Records
+	wakes        WakeLog
 	gpu          pluginapi.GPU
 	clock        clock.Clock
 	log          *slog.Logger
@@ -97,12 +116,24 @@ type Coordinator struct {
 
 	mu       sync.Mutex
 	locks    map[string]*sync.Mutex // one per pod, never removed
+	logs     map[string]*podLog     // one per pod, never removed; fields under mu
 	watching map[watchKey]bool      // the live watches
 	closed   bool
 	wg       sync.WaitGroup // calls in, starts and watches
 }
 
 var _ resolve.Observer = (*Coordinator)(nil)
+
+// podLog is what the Coordinator holds of one pod's wake log: read from
+// the store on the pod's first event (under its lock) and again after each
+// entry it writes, so the estimate costs no read per turn. Its fields are
+// guarded by Coordinator.mu.
+type podLog struct {
+	tried    bool // a read was attempted: estimate is what it gave, or expected_wake
+	loaded   bool // ... and it worked: wakes is the log
+	wakes    []machines.Wake
+	estimate machines.Estimate
+}
 
 // watchKey names one wake of one pod.
 type watchKey struct {
@@ -131,6 +162,7 @@ func New(cfg Config) *Coordinator {
 	c := &Coordinator{
 		pod:          cfg.Pod,
 		records:      cfg.Records,
+		wakes:        cfg.Wakes,
 		gpu:          cfg.GPU,
 		clock:        cfg.Clock,
 		log:          cfg.Logger,
@@ -141,6 +173,7 @@ func New(cfg Config) *Coordinator {
 		startTimeout: cfg.StartTimeout,
 		changed:      cfg.Changed,
 		locks:        make(map[string]*sync.Mutex),
+		logs:         make(map[string]*podLog),
 		watching:     make(map[watchKey]bool),
 	}
 	if c.clock == nil {
@@ -229,6 +262,77 @@ func orFound(l pluginapi.Lookup) pluginapi.Lookup {
 	return l
 }
 
+// Estimate is how long a wake of pod takes, as the replies quote it: the
+// median of its last completed wakes from the wake log
+// (machines.EstimateWake), or expected_wake while there is none or no log.
+// Estimate(pod).Wake is the figure an event stream reports. It may be
+// called from Config.Changed.
+func (c *Coordinator) Estimate(pod string) machines.Estimate {
+	c.mu.Lock()
+	l := c.logs[pod]
+	if l != nil && l.tried {
+		defer c.mu.Unlock()
+		return l.estimate
+	}
+	c.mu.Unlock()
+	// Never read yet, so no event of pod is under way in this goroutine
+	// (its first event reads the log before Changed runs): the pod's lock
+	// is free to take.
+	unlock := c.lockPod(pod)
+	defer unlock()
+	est, _ := c.wakeLogLocked(pod)
+	return est
+}
+
+// wakeLogLocked returns pod's estimate and wake log, reading the log from
+// the store when it has not been read (or the last read failed). The
+// caller holds the pod's lock. A failed read is logged and keeps the last
+// estimate (expected_wake when there is none); the next event reads again.
+func (c *Coordinator) wakeLogLocked(pod string) (machines.Estimate, []machines.Wake) {
+	c.mu.Lock()
+	l, ok := c.logs[pod]
+	if !ok {
+		l = &podLog{}
+		c.logs[pod] = l
+	}
+	if l.loaded || c.wakes == nil {
+		if !l.tried {
+			l.tried, l.estimate = true, machines.EstimateWake(nil, c.pod.Timings().ExpectedWake)
+		}
+		defer c.mu.Unlock()
+		return l.estimate, l.wakes
+	}
+	c.mu.Unlock()
+	c.readWakeLogLocked(pod)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return l.estimate, l.wakes
+}
+
+// readWakeLogLocked reads pod's wake log from the store into its podLog,
+// under the pod's lock.
+func (c *Coordinator) readWakeLogLocked(pod string) {
+	ws, err := c.wakes.Wakes(pod)
+	c.mu.Lock()
+	l := c.logs[pod]
+	l.tried = true
+	if err == nil {
+		l.loaded, l.wakes = true, ws
+		l.estimate = machines.EstimateWake(ws, c.pod.Timings().ExpectedWake)
+	} else {
+		l.loaded = false
+		if l.estimate.Wake == 0 {
+			l.estimate = machines.EstimateWake(nil, c.pod.Timings().ExpectedWake)
+		}
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.log.LogAttrs(context.Background(), slog.LevelError,
+			fmt.Sprintf("wake log unreadable for pod %s: %v; the replies keep the last estimate", pod, err),
+			slog.String("pod", pod))
+	}
+}
+
 // Record returns the pod's current record.
 func (c *Coordinator) Record(pod string) (machines.Record, error) {
 	r, err := c.records.Record(pod)
@@ -303,6 +407,8 @@ func (c *Coordinator) apply(pod string, ev machines.Event) (machines.Decision, m
 }
 
 func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (machines.Decision, machines.Record, error) {
+	var logged []machines.Wake
+	ev.Estimate, logged = c.wakeLogLocked(rec.Pod)
 	ev.At = c.now()
 	d, next, err := c.pod.Decide(rec, ev)
 	if err != nil {
@@ -314,11 +420,19 @@ func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (mach
 		// only slow every reply down.
 		return d, next, nil
 	}
-	if err := c.records.PutRecord(next); err != nil {
+	var entry *machines.Wake
+	if w, ok := machines.LogWake(logged, rec, next); ok && c.wakes != nil {
+		// The outcome and its log entry are stored together.
+		if err := c.wakes.PutRecordWake(next, w); err != nil {
+			return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: store record of pod %s: %w", rec.Pod, err)
+		}
+		entry = &w
+		c.readWakeLogLocked(rec.Pod)
+	} else if err := c.records.PutRecord(next); err != nil {
 		return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: store record of pod %s: %w", rec.Pod, err)
 	}
 	if c.changed != nil {
-		c.changed(Change{Before: rec, After: next, Event: ev})
+		c.changed(Change{Before: rec, After: next, Event: ev, Wake: entry})
 	}
 	if d.To == machines.Ready && wakeInProgress(d.From) {
 		c.log.LogAttrs(context.Background(), slog.LevelInfo,
@@ -330,13 +444,12 @@ func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (mach
 
 // InProgress reports whether s is a state of a wake whose outcome is not
 // known yet (waking, loading, stuck): what the watch follows, and what the
-// pod event stream counts elapsed and remaining time in.
-func InProgress(s engine.State) bool { return wakeInProgress(s) }
+// pod event stream counts elapsed and remaining time in. It is
+// machines.InProgress.
+func InProgress(s engine.State) bool { return machines.InProgress(s) }
 
 // wakeInProgress is InProgress.
-func wakeInProgress(s engine.State) bool {
-	return s == machines.Waking || s == machines.Loading || s == machines.Stuck
-}
+func wakeInProgress(s engine.State) bool { return machines.InProgress(s) }
 
 // feed runs an outcome event of the wake requested at wake. When the record
 // is on another wake (superseded) it writes nothing and returns false; the

@@ -34,7 +34,14 @@
 //     is fed like any other. Whichever read, probe or turn first finds the
 //     wake ready, "wake ready for pod" is logged once. A pod with no wake on
 //     the clock has no watch: nothing reads or probes it in the background.
-//  4. After a restart, Resume watches again every stored wake whose outcome
+//  4. When the wake's outcome becomes known (ready, refused, start-failed,
+//     never-ready, or superseded by a newer wake), and again when it serves
+//     its first turn, its entry of the pod's wake log (machines.LogWake:
+//     request, first seen RUNNING, ready, outcome, served) is stored with
+//     the record, in one transaction (Config.Wakes). The median of the
+//     last completed wakes is the estimate every later event carries
+//     (Estimate), so the replies say how long this pod's wakes take.
+//  5. After a restart, Resume watches again every stored wake whose outcome
 //     is unknown, on the wake's own clock.
 //
 // What this package must not do: block a turn on the network (no start, pod

@@ -187,19 +187,25 @@ func upPod(readySince time.Time) pluginapi.Pod {
 		ProxyURL: "https://qwen-8000.proxy.example", ReadySince: readySince, Lookup: pluginapi.LookupFound}
 }
 
-// memRecords is an in-memory wake.Records. putErr, when set, fails PutRecord.
+// memRecords is an in-memory wake.Records and wake.WakeLog. putErr, when
+// set, fails PutRecord and PutRecordWake; wakesErr fails Wakes.
 type memRecords struct {
-	putErr func(machines.Record) error
+	putErr   func(machines.Record) error
+	wakesErr func() error
 
-	mu   sync.Mutex
-	recs map[string]machines.Record
-	puts int
+	mu    sync.Mutex
+	recs  map[string]machines.Record
+	wakes map[string][]machines.Wake // by request time, oldest first
+	puts  int
 }
 
-var _ wake.Records = (*memRecords)(nil)
+var (
+	_ wake.Records = (*memRecords)(nil)
+	_ wake.WakeLog = (*memRecords)(nil)
+)
 
 func newMemRecords(recs ...machines.Record) *memRecords {
-	m := &memRecords{recs: make(map[string]machines.Record)}
+	m := &memRecords{recs: make(map[string]machines.Record), wakes: make(map[string][]machines.Wake)}
 	for _, r := range recs {
 		m.recs[r.Pod] = r
 	}
@@ -226,6 +232,42 @@ func (m *memRecords) PutRecord(r machines.Record) error {
 	m.puts++
 	m.recs[r.Pod] = r
 	return nil
+}
+
+func (m *memRecords) PutRecordWake(r machines.Record, w machines.Wake) error {
+	if err := m.PutRecord(r); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	log := m.wakes[r.Pod]
+	i := slices.IndexFunc(log, func(l machines.Wake) bool { return l.RequestedAt.Equal(w.RequestedAt) })
+	if i >= 0 {
+		log[i] = w
+	} else {
+		log = append(log, w)
+		slices.SortFunc(log, func(a, b machines.Wake) int { return a.RequestedAt.Compare(b.RequestedAt) })
+	}
+	m.wakes[r.Pod] = log
+	return nil
+}
+
+func (m *memRecords) Wakes(pod string) ([]machines.Wake, error) {
+	if m.wakesErr != nil {
+		if err := m.wakesErr(); err != nil {
+			return nil, err
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.wakes[pod]), nil
+}
+
+// logged is pod's wake log.
+func (m *memRecords) logged(pod string) []machines.Wake {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.wakes[pod])
 }
 
 func (m *memRecords) Records() ([]machines.Record, error) {
@@ -353,7 +395,8 @@ type env struct {
 }
 
 // newEnv builds a Coordinator on a fake clock at t0 (unless cfg has a clock),
-// an in-memory store and a fake GPU plugin (unless cfg has them) and a JSON
+// an in-memory store, its wake log too, and a fake GPU plugin (unless cfg
+// has them) and a JSON
 // log at debug level. Set the fake's function fields before the first call
 // that can reach it. At the end of the test it closes the Coordinator, checks
 // that the plugin was asked about qwen alone and never to stop it, and checks
@@ -370,6 +413,9 @@ func newEnv(t *testing.T, cfg wake.Config) *env {
 		cfg.Records = newMemRecords()
 	}
 	e.recs, _ = cfg.Records.(*memRecords)
+	if cfg.Wakes == nil && e.recs != nil {
+		cfg.Wakes = e.recs // the store keeps both
+	}
 	if cfg.WatchPoll == 0 {
 		cfg.WatchPoll = 5 * time.Second // the config's default
 	}

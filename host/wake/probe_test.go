@@ -195,7 +195,9 @@ func TestWatchCadence(t *testing.T) {
 				t.Fatalf("probed %q at %q, want qwen at the conductor's proxy URL", c.Pod, c.ProxyURL)
 			}
 		}
-		want := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: e.start, ReadyAt: e.at(9*time.Minute + time.Second)}
+		// Up since the read at 6:35; the probe's answer serves nobody.
+		want := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: e.start, ReadyAt: e.at(9*time.Minute + time.Second),
+			RunningAt: e.at(6*time.Minute + 35*time.Second)}
 		if diff := cmp.Diff(want, e.record(t)); diff != "" {
 			t.Errorf("record (-want +got):\n%s", diff)
 		}
@@ -232,20 +234,20 @@ func TestWatchProbeReadiness(t *testing.T) {
 		readySince time.Duration // after the wake; 0: none
 		wantProbes []time.Duration
 		wantReady  time.Duration
-		wantEvent  machines.Event // the event that made the wake ready, At aside
+		wantEvent  machines.Event // the event that made the wake ready, At and Estimate aside
 	}{
 		{
 			name:       "the conductor gives none",
 			wantProbes: every(20*time.Second, 23*time.Second, time.Second),
 			wantReady:  23 * time.Second,
-			wantEvent:  machines.Event{Trigger: machines.Answered},
+			wantEvent:  machines.Event{Trigger: machines.Answered, Probe: true},
 		},
 		{
 			name:       "an earlier boot's",
 			readySince: -2 * time.Minute, // before the wake minus ready_slack
 			wantProbes: every(20*time.Second, 23*time.Second, time.Second),
 			wantReady:  23 * time.Second,
-			wantEvent:  machines.Event{Trigger: machines.Answered, ReadySince: time.Time{}.Add(-2 * time.Minute)},
+			wantEvent:  machines.Event{Trigger: machines.Answered, ReadySince: time.Time{}.Add(-2 * time.Minute), Probe: true},
 		},
 		{
 			name:       "this boot's",
@@ -277,7 +279,7 @@ func TestWatchProbeReadiness(t *testing.T) {
 					t.Errorf("state %s ready at %v, want ready at %v", got.State, got.ReadyAt.Sub(e.start), tt.wantReady)
 				}
 				ev := e.last(t).Event
-				ev.At = time.Time{}
+				ev.At, ev.Estimate = time.Time{}, machines.Estimate{} // the coordinator's
 				if !ev.ReadySince.IsZero() {
 					ev.ReadySince = time.Time{}.Add(ev.ReadySince.Sub(e.start))
 				}

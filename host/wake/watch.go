@@ -252,7 +252,7 @@ func (c *Coordinator) probe(pod string, wake time.Time, up *upPod) {
 		c.log.LogAttrs(context.Background(), slog.LevelDebug,
 			fmt.Sprintf("wake watch for pod %s: model not answering yet: %s", pod, cmp.Or(res.Message, "no answer")), attrs...)
 	default:
-		c.event(context.Background(), pod, machines.Event{Trigger: machines.Answered, ReadySince: up.readySince})
+		c.event(context.Background(), pod, machines.Event{Trigger: machines.Answered, ReadySince: up.readySince, Probe: true})
 	}
 }
 

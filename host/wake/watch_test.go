@@ -42,7 +42,7 @@ func TestWatchRecordsReady(t *testing.T) {
 		t.Errorf("ready line (-want +got):\n%s", diff)
 	}
 	want := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0,
-		ReadyAt: t0.Add(8*time.Minute + 30*time.Second)}
+		ReadyAt: t0.Add(8*time.Minute + 30*time.Second), RunningAt: t0.Add(8*time.Minute + 30*time.Second)}
 	if diff := cmp.Diff(want, e.record(t)); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
 	}
@@ -78,9 +78,9 @@ func TestWatchFollowsTheConductor(t *testing.T) {
 	e.notReady(t)
 	want := []machines.Record{
 		{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0},
-		{Pod: "qwen", State: machines.Loading, WakeRequestedAt: t0, ModelLoadingSince: t0},
-		{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0},
-		{Pod: "qwen", State: machines.Loading, WakeRequestedAt: t0, ModelLoadingSince: t0},
+		{Pod: "qwen", State: machines.Loading, WakeRequestedAt: t0, ModelLoadingSince: t0, RunningAt: t0.Add(2 * time.Minute)},
+		{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0, RunningAt: t0.Add(2 * time.Minute)},
+		{Pod: "qwen", State: machines.Loading, WakeRequestedAt: t0, ModelLoadingSince: t0, RunningAt: t0.Add(2 * time.Minute)},
 	}
 	for i, w := range want {
 		e.step(t, time.Minute)
@@ -91,7 +91,8 @@ func TestWatchFollowsTheConductor(t *testing.T) {
 	}
 	e.step(t, time.Minute)
 	e.logs.wait(t, "wake ready for pod qwen: ready since 12:07 UTC")
-	if diff := cmp.Diff(machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: readyAt}, e.record(t)); diff != "" {
+	want5 := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: readyAt, RunningAt: t0.Add(2 * time.Minute)}
+	if diff := cmp.Diff(want5, e.record(t)); diff != "" {
 		t.Errorf("after read 5 (-want +got):\n%s", diff)
 	}
 	if n := e.gpu.starts(); n != 1 {
@@ -177,7 +178,13 @@ func TestWatchReadySince(t *testing.T) {
 
 			if tt.wantReady != "" {
 				e.logs.wait(t, "wake ready for pod qwen: ready since "+tt.wantReady)
-				want := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: tt.readySince}
+				// First seen up on this read: RUNNING then, or at the ready
+				// time when that is earlier.
+				running := t0.Add(time.Minute)
+				if tt.readySince.Before(running) {
+					running = tt.readySince
+				}
+				want := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: tt.readySince, RunningAt: running}
 				if diff := cmp.Diff(want, e.record(t), cmpInstants); diff != "" {
 					t.Errorf("record (-want +got):\n%s", diff)
 				}
@@ -188,7 +195,7 @@ func TestWatchReadySince(t *testing.T) {
 			if n := e.gpu.reads(); n != 2 {
 				t.Errorf("pod read %d times, want 2: a pod up and not ready keeps the watch polling", n)
 			}
-			want := machines.Record{Pod: "qwen", State: machines.Loading, WakeRequestedAt: t0, ModelLoadingSince: t0}
+			want := machines.Record{Pod: "qwen", State: machines.Loading, WakeRequestedAt: t0, ModelLoadingSince: t0, RunningAt: t0.Add(time.Minute)}
 			if diff := cmp.Diff(want, e.record(t)); diff != "" {
 				t.Errorf("record (-want +got):\n%s", diff)
 			}
@@ -259,7 +266,7 @@ func TestWatchStopsWhenSeenReady(t *testing.T) {
 
 	e.c.Observe(context.Background(), "qwen", upPod(t0.Add(90*time.Second)))
 
-	want := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: t0.Add(90 * time.Second)}
+	want := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: t0.Add(90 * time.Second), RunningAt: t0.Add(time.Minute)}
 	if diff := cmp.Diff(want, e.record(t)); diff != "" {
 		t.Fatalf("record after the view (-want +got):\n%s", diff)
 	}
@@ -343,7 +350,7 @@ func TestWatchSuperseded(t *testing.T) {
 		close(release)
 
 		e.logs.wait(t, supersededLine)
-		want := machines.Record{Pod: "qwen", State: machines.Loading, WakeRequestedAt: rewakeAt, ModelLoadingSince: rewakeAt}
+		want := machines.Record{Pod: "qwen", State: machines.Loading, WakeRequestedAt: rewakeAt, ModelLoadingSince: rewakeAt, RunningAt: rewakeAt}
 		if diff := cmp.Diff(want, e.record(t)); diff != "" {
 			t.Errorf("record (-want +got):\n%s", diff)
 		}
@@ -419,7 +426,7 @@ func TestResume(t *testing.T) {
 	e.step(t, time.Minute)
 	e.logs.wait(t, "wake ready for pod qwen: ready since 12:02 UTC")
 	wantRec := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: wakeAt,
-		ReadyAt: t0.Add(2*time.Minute + 40*time.Second)}
+		ReadyAt: t0.Add(2*time.Minute + 40*time.Second), RunningAt: t0.Add(2*time.Minute + 40*time.Second)}
 	if diff := cmp.Diff(wantRec, e.record(t)); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
 	}
@@ -477,7 +484,7 @@ func TestResumeLate(t *testing.T) {
 			pod:      upPod(wakeAt.Add(9 * time.Minute)),
 			wantLine: logLine{Level: "INFO", Pod: "qwen", Msg: "wake ready for pod qwen: ready since 10:09 UTC"},
 			wantRec: machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: wakeAt,
-				ReadyAt: wakeAt.Add(9 * time.Minute)},
+				ReadyAt: wakeAt.Add(9 * time.Minute), RunningAt: wakeAt.Add(9 * time.Minute)},
 		},
 	}
 	for _, tt := range tests {
