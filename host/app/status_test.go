@@ -118,7 +118,7 @@ func TestStatusPage(t *testing.T) {
 		t.Fatalf("ask once ready: %q", got)
 	}
 	frag = waitFragment(t, h, `<td>yes</td></tr>`) // the wake served a turn
-	for _, want := range []string{`<p>Goes to the model, which answers it.</p>`, `<td>12:26:25 UTC</td><td class="ok">ready</td><td>7 min</td><td>2 min</td><td>yes</td>`,
+	for _, want := range []string{`<p>Goes to the model, which answers it.</p>`, `<td class="when">12:26:25 UTC</td><td class="ok">ready</td><td class="num">7 min</td><td class="num">2 min</td><td>yes</td>`,
 		`A wake takes 9 min (the one measured wake).`, `<circle class="served"`} {
 		if !strings.Contains(frag, want) {
 			t.Errorf("ready: the fragment lacks %s\n%s", want, frag)

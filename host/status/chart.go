@@ -47,7 +47,7 @@ func drawTimeline(rec machines.Record, est time.Duration, now time.Time) timelin
 // bottom, one slot per wake, ChartWakes slots, the oldest on the left.
 const (
 	chartW, chartH         = 320.0, 150.0
-	plotLeft, plotRight    = 34.0, 314.0
+	plotLeft, plotRight    = 40.0, 314.0
 	plotTop, plotBottom    = 10.0, 132.0
 	barShare               = 0.64 // of a slot
 	markH                  = 4.0  // the mark of a wake that never became ready
