@@ -13,16 +13,19 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/chat"
+	"github.com/wakeonchat/wakeonchat/host/status"
 )
 
 // The operators' surface: what [server] admin_listen moves to an address
-// of its own. Today it is GET /metrics; the status page joins it at GET /
-// (and its assets), mounted on adminRoutes and named by isAdminPath.
+// of its own. It is GET /metrics and the status page (GET / and its parts
+// under /status/, status.IsPath), mounted on adminRoutes and named by
+// isAdminPath. On an address of its own it also serves the pod event
+// streams, which the page follows.
 
 // isAdminPath reports whether a request for p goes to the operators'
 // surface when the main listener serves it.
 func isAdminPath(p string) bool {
-	return p == "/metrics"
+	return p == "/metrics" || status.IsPath(p)
 }
 
 // adminRoutes serves the operators' surface. Every answer but the metrics
@@ -38,6 +41,12 @@ func (a *App) adminRoutes() http.Handler {
 		}
 		metrics.ServeHTTP(w, r)
 	})
+	mux.Handle("/{$}", a.page)
+	mux.Handle(status.Prefix, a.page)
+	// The page follows each pod's event stream where it was loaded from. On
+	// the main listener this path never comes here (it is not isAdminPath):
+	// the API serves it.
+	mux.Handle("/api/pods/{name}/events", a.server.Handler())
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeAdminError(w, http.StatusNotFound, adminNoEndpoint(r))
 	})
@@ -54,7 +63,7 @@ func (a *App) adminRoutes() http.Handler {
 // adminNoEndpoint names the missing endpoint when its path is plain (the
 // client's text is never echoed otherwise).
 func adminNoEndpoint(r *http.Request) string {
-	const serves = "this address serves GET /metrics"
+	const serves = "this address serves GET /metrics, the status page (GET /, its parts under /status/) and the pod event streams (GET /api/pods/{name}/events)"
 	if plainPath(r.URL.Path) {
 		return "no such endpoint: " + r.Method + " " + r.URL.Path + "; " + serves
 	}

@@ -84,6 +84,8 @@ type App struct {
 	// when the main listener serves it.
 	admin   *http.Server
 	adminLn net.Listener
+	// page is the status page (host/status), on the operators' surface.
+	page http.Handler
 }
 
 // New builds the host and starts everything but the HTTP server. On error
@@ -218,6 +220,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		return nil, fmt.Errorf("server.listen: %w", err)
 	}
 	a.ln = chat.Listener(ln, 0) // net/http's own refusals answer JSON too
+	a.page = a.statusPage(pod)
 	if err := a.listenAdmin(); err != nil {
 		return nil, err
 	}

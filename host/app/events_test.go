@@ -51,9 +51,15 @@ type eventStream struct {
 // openEvents opens the event stream at path; the test's cleanup closes it.
 func (h *testHost) openEvents(t *testing.T, path string) *eventStream {
 	t.Helper()
+	return h.openEventsAt(t, h.Base, path)
+}
+
+// openEventsAt opens the event stream at path on the address base.
+func (h *testHost) openEventsAt(t *testing.T, base, path string) *eventStream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.Base+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -206,9 +206,13 @@ func TestMetricsOverAWake(t *testing.T) {
 	}
 }
 
-// TestAdminListen: with [server] admin_listen, GET /metrics is served
-// there, and only there; the admin address serves nothing else, and both
-// stop with the host.
+// adminServes is what the admin address says it serves.
+const adminServes = "this address serves GET /metrics, the status page (GET /, its parts under /status/) and the pod event streams (GET /api/pods/{name}/events)"
+
+// TestAdminListen: with [server] admin_listen, GET /metrics and the status
+// page are served there, and only there; the admin address serves nothing
+// else but the pod event streams the page follows, and both stop with the
+// host.
 func TestAdminListen(t *testing.T) {
 	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0), adminListen: "127.0.0.1:0"})
 	admin := "http://" + h.App.AdminAddr()
@@ -242,14 +246,32 @@ func TestAdminListen(t *testing.T) {
 		msg         string
 	}{
 		{http.MethodGet, h.Base + "/metrics", http.StatusNotFound, "no such endpoint: GET /metrics"},
-		{http.MethodGet, admin + "/api/pods/qwen", http.StatusNotFound, "no such endpoint: GET /api/pods/qwen; this address serves GET /metrics"},
+		{http.MethodGet, h.Base + "/", http.StatusNotFound, "no such endpoint: GET /"},
+		{http.MethodGet, h.Base + "/status/plugins", http.StatusNotFound, "no such endpoint: GET /status/plugins"},
+		{http.MethodGet, admin + "/api/pods/qwen", http.StatusNotFound, "no such endpoint: GET /api/pods/qwen; " + adminServes},
+		{http.MethodPost, admin + "/api/chat", http.StatusNotFound, "no such endpoint: POST /api/chat; " + adminServes},
 		{http.MethodPost, admin + "/metrics", http.StatusMethodNotAllowed, "method POST not allowed; use GET"},
-		{http.MethodGet, admin + "//metrics", http.StatusNotFound, "no such endpoint: GET //metrics; this address serves GET /metrics"},
+		{http.MethodGet, admin + "//metrics", http.StatusNotFound, "no such endpoint: GET //metrics; " + adminServes},
+		{http.MethodGet, admin + "/status/nothing", http.StatusNotFound, "no such endpoint: GET /status/nothing; the status page is GET / with its parts under /status/"},
 	} {
 		status, msg := get(tt.method, tt.url)
 		if status != tt.status || msg != tt.msg {
 			t.Errorf("%s %s: %d %q, want %d %q", tt.method, tt.url, status, msg, tt.status, tt.msg)
 		}
+	}
+	// The status page is there too, with the event streams it follows.
+	resp, err := h.Client.Get(admin + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), `data-events="/api/pods/qwen/events"`) {
+		t.Errorf("GET / on the admin address: %d\n%s\nwant the status page", resp.StatusCode, page)
+	}
+	stream := h.openEventsAt(t, admin, "/api/pods/qwen/events")
+	if e := stream.nextPod(t); e.State != "asleep" {
+		t.Errorf("the admin address's event stream: first event %+v, want asleep", e)
 	}
 	if err := h.Stop(); err != nil {
 		t.Fatalf("Shutdown: %v", err)

@@ -37,8 +37,10 @@ type Server struct {
 	DataDir      string `toml:"data_dir"`       // where the host keeps its state; default "data", relative to the config file's directory
 	MaxBodyBytes int64  `toml:"max_body_bytes"` // the largest request body accepted; default 1048576 (1 MiB)
 	// AdminListen is the host:port of a second HTTP server that serves the
-	// operators' surface (GET /metrics) and nothing else; the main listener
-	// then does not serve it. Default "": the main listener serves it.
+	// operators' surface (GET /metrics, the status page at GET /, and the
+	// pod event streams the page follows) and nothing else; the main
+	// listener then does not serve /metrics or the page. Default "": the
+	// main listener serves them.
 	AdminListen string `toml:"admin_listen"`
 }
 

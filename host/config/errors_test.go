@@ -54,7 +54,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "admin_listen on the main address: named with its line",
 			file: "[server]\nlisten = \"127.0.0.1:8080\"\nadmin_listen = \"127.0.0.1:8080\"\n",
-			want: []string{`line 3: server.admin_listen: must differ from server.listen (leave it empty to serve /metrics on server.listen)`},
+			want: []string{`line 3: server.admin_listen: must differ from server.listen (leave it empty to serve /metrics and the status page on server.listen)`},
 		},
 		{
 			name: "unknown key in a provider",

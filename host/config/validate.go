@@ -50,7 +50,7 @@ func (c Config) validate() []*Error {
 		if err := checkListen(c.Server.AdminListen); err != nil {
 			add(&Error{Key: "server.admin_listen", Err: err})
 		} else if c.Server.AdminListen == c.Server.Listen && !strings.HasSuffix(c.Server.Listen, ":0") {
-			add(problem("server.admin_listen", "must differ from server.listen (leave it empty to serve /metrics on server.listen)"))
+			add(problem("server.admin_listen", "must differ from server.listen (leave it empty to serve /metrics and the status page on server.listen)"))
 		}
 	}
 	if c.Server.DataDir == "" {

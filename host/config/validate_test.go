@@ -50,7 +50,7 @@ func TestValidate(t *testing.T) {
 		{
 			name:   "admin on the main address",
 			change: func(c *Config) { c.Server.AdminListen = c.Server.Listen },
-			want:   []string{"server.admin_listen: must differ from server.listen (leave it empty to serve /metrics on server.listen)"},
+			want:   []string{"server.admin_listen: must differ from server.listen (leave it empty to serve /metrics and the status page on server.listen)"},
 		},
 		{
 			name:   "admin without a port",
