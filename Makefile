@@ -7,7 +7,7 @@ GO      ?= go
 BIN     := bin
 CMDS    := $(wildcard ./host/cmd/wakehost ./plugins/conductor/cmd/wake-plugin-conductor ./plugins/provider-openai/cmd/wake-plugin-provider-openai)
 
-.PHONY: build test generate bench fuzz demo clean
+.PHONY: build test generate bench fuzz demo screenshot clean
 
 build:
 	$(GO) build -o $(BIN)/ $(CMDS)
@@ -29,13 +29,22 @@ generate:
 # the built-in simulator of a conductor and a model, on loopback.
 DEMO_LISTEN ?= 127.0.0.1:8080
 demo: build
+	@echo "Status page: http://$(DEMO_LISTEN)/ (open it in a browser; it follows the wake live)"
 	@echo "wake-on-chat demo on http://$(DEMO_LISTEN) (a 9-minute wake takes about 20 s; Ctrl-C stops it)."
 	@echo "In another terminal, ask, then ask again every few seconds:"
 	@echo "  curl -s -H 'Content-Type: application/json' -d '{\"message\":\"hello\",\"sessionId\":\"demo\"}' http://$(DEMO_LISTEN)/api/chat"
 	@echo "  curl -s http://$(DEMO_LISTEN)/api/pods/qwen"
 	@echo "  curl -s -H 'Content-Type: application/json' -d '{\"message\":\"hello\",\"sessionId\":\"fg\",\"wakeMode\":\"wait\"}' http://$(DEMO_LISTEN)/api/chat"
+	@echo "  curl -sN http://$(DEMO_LISTEN)/api/pods/qwen/events"
 	@echo
 	./$(BIN)/wakehost -simulate -config wake.toml -listen $(DEMO_LISTEN)
+
+# Regenerates docs/status-page.png, the README's screenshot of the status
+# page: the browser test (headless Chromium, scripts/install-chromium.sh)
+# drives the page through two simulated wakes and copies its shot of the
+# second one, loading, there.
+screenshot:
+	WAKE_STATUS_SCREENSHOT=$(CURDIR)/docs/status-page.png $(GO) test -count=1 -run '^TestStatusPageInBrowser$$' ./host/app/
 
 # The benchmark harness (host/cmd/wakebench): builds the binaries, runs the
 # simulator in-process and the real host as a child, and prints one Markdown

@@ -39,9 +39,10 @@ func Observe(v View, now time.Time) (Event, bool) {
 }
 
 // Describe answers "where is the brain?" without deciding anything: the reply
-// for rec at now, for a turn that must not wake (wakeMode resume). It reads
-// the state and the same clocks as Decide; it changes nothing.
-func (p *Pod) Describe(rec Record, view View, now time.Time) (ReplyKey, string, error) {
+// for rec at now, for a turn that must not wake (wakeMode resume), with the
+// pod's estimate est as Decide takes it in Event.Estimate. It reads the
+// state and the same clocks as Decide; it changes nothing.
+func (p *Pod) Describe(rec Record, view View, now time.Time, est Estimate) (ReplyKey, string, error) {
 	key := ReplyResumeWaiting
 	switch {
 	case !view.Fresh():
@@ -56,13 +57,15 @@ func (p *Pod) Describe(rec Record, view View, now time.Time) (ReplyKey, string, 
 		key = ReplyLoading
 	case rec.State == Crashed:
 		key = ReplyCrashed
+	case rec.State == Waking && p.inWindow(rec, now) && p.late(rec, est, now):
+		key = ReplyStillWakingLate
 	case rec.State == Waking && p.inWindow(rec, now):
 		key = ReplyStillWaking
 	}
 	if rec.State == Loading || rec.State == Stuck {
 		rec.ModelLoadingSince = p.loadingSince(rec, now)
 	}
-	text, err := p.policy.Replies.Render(key, p.replyData(rec, rec, now))
+	text, err := p.policy.Replies.Render(key, p.replyData(rec, rec, est, now))
 	return key, text, err
 }
 

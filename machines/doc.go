@@ -21,7 +21,11 @@
 //     WakeRequestedAt;
 //   - watch each wake that was not refused, feeding its reads, and feed
 //     neverReady back the same way when wake_watch passes;
-//   - log decision.Stuck and decision.Crashed at error level.
+//   - log decision.Stuck and decision.Crashed at error level;
+//   - keep each pod's wake log: store the entry LogWake gives for each
+//     change of the record, and give every event the pod's estimate
+//     (EstimateWake of that log) in Event.Estimate, so that the replies
+//     quote how long this pod's wakes really take.
 package machines
 
 //go:generate go run ./gendoc -out ../docs/state-diagram.md

@@ -16,8 +16,10 @@ func witness(from engine.State, on engine.Trigger, guard string, now time.Time) 
 	r := Record{Pod: "qwen", State: from}
 	ev := Event{Trigger: on, At: now, Status: "EXITED", Lookup: LookupFound}
 	switch guard {
-	case "inWindow", "loadingOnWake", "wakeOnClock":
+	case "inWindowOnTime", "loadingOnWake", "wakeOnClock":
 		r.WakeRequestedAt = now.Add(-5 * time.Minute)
+	case "inWindowLate":
+		r.WakeRequestedAt, ev.Estimate = now.Add(-5*time.Minute), Estimate{Wake: 4 * time.Minute, Wakes: 3}
 	case "beyondWindow":
 		r.WakeRequestedAt = now.Add(-16 * time.Minute)
 	case "wakeOffClock":

@@ -61,6 +61,12 @@ type Record struct {
 	ModelLoadingSince time.Time    `json:"modelLoadingSince"` // zero: the loading clock is not running
 	ReadyAt           time.Time    `json:"readyAt"`           // when the last ready boot became ready
 	RefusedStatus     int          `json:"refusedStatus"`     // in Refused: the start's HTTP status
+	// RunningAt is when the pod was first seen up during the wake on
+	// record (effect stampRunning), zero until then; the wake clears it.
+	RunningAt time.Time `json:"runningAt"`
+	// Served is true once the model answered a turn while this wake is on
+	// record (effect recordServed); the wake clears it.
+	Served bool `json:"served"`
 }
 
 // NewRecord returns the record of a pod nothing is known about.
@@ -111,11 +117,20 @@ type Event struct {
 	// ReadySinceSeen, PodUp and Answered: the conductor's readySince, zero
 	// when it gave none.
 	ReadySince time.Time
+	// Answered: the answer was the wake's watch probing the model, not a
+	// user's turn. It makes the wake ready like any answer, but serves
+	// nobody.
+	Probe bool
 	// StartRefused: the start's HTTP status.
 	HTTPStatus int
 	// Outcome events: the WakeRequestedAt of the wake they belong to. An
 	// outcome of any other wake is dropped.
 	Wake time.Time
+	// Estimate is how long this pod's wakes take, from its wake log
+	// (EstimateWake): the replies quote it, and past a measured one the
+	// still-waking reply says the wake is late. The zero value is no
+	// measured wake: expected_wake.
+	Estimate Estimate
 }
 
 // Action is what the host must do.
@@ -230,13 +245,19 @@ func (p *Pod) BootOfWake(r Record, readySince time.Time) bool {
 func (p *Pod) guards() map[string]engine.Guard[Record, Event] {
 	type G = engine.Guard[Record, Event]
 	inWindow := func(r Record, ev Event, _ time.Time) bool { return p.inWindow(r, ev.At) }
+	late := func(r Record, ev Event, _ time.Time) bool { return p.late(r, ev.Estimate, ev.At) }
 	stuck := func(r Record, ev Event, _ time.Time) bool { return p.loadingStuck(r, ev.At) }
 	onClock := func(r Record, ev Event, _ time.Time) bool { return p.wakeOnClock(r, ev.At) }
 	boot := func(r Record, ev Event, _ time.Time) bool { return p.BootOfWake(r, ev.ReadySince) }
 	later := func(r Record, ev Event, _ time.Time) bool { return ev.ReadySince.After(r.ReadyAt) }
 	not := func(g G) G { return func(r Record, ev Event, now time.Time) bool { return !g(r, ev, now) } }
 	return map[string]G{
-		"inWindow":     inWindow,
+		"inWindowOnTime": func(r Record, ev Event, now time.Time) bool {
+			return inWindow(r, ev, now) && !late(r, ev, now)
+		},
+		"inWindowLate": func(r Record, ev Event, now time.Time) bool {
+			return inWindow(r, ev, now) && late(r, ev, now)
+		},
 		"beyondWindow": not(inWindow),
 		"loadingStuck": stuck,
 		"loadingOnWake": func(r Record, ev Event, now time.Time) bool {
@@ -282,6 +303,7 @@ func (p *Pod) Decide(rec Record, ev Event) (Decision, Record, error) {
 	}
 	next := rec
 	next.State = res.To
+	readyNow := false // recordReady ran: next.ReadyAt is this event's
 	for _, e := range res.Effects {
 		switch e {
 		case "clearLoading":
@@ -292,6 +314,8 @@ func (p *Pod) Decide(rec Record, ev Event) (Decision, Record, error) {
 			d.Action = ActionWake
 			next.WakeRequestedAt = ev.At
 			next.RefusedStatus = 0
+			next.RunningAt = time.Time{}
+			next.Served = false
 		case "flagStuck":
 			d.Stuck = true
 		case "flagCrashed":
@@ -300,6 +324,20 @@ func (p *Pod) Decide(rec Record, ev Event) (Decision, Record, error) {
 			next.ReadyAt = ev.At
 			if p.BootOfWake(rec, ev.ReadySince) {
 				next.ReadyAt = ev.ReadySince
+			}
+			readyNow = true
+		case "stampRunning":
+			if next.RunningAt.IsZero() {
+				// Seen up first with a readySince, the pod was up by
+				// then: RUNNING is never after ready.
+				next.RunningAt = ev.At
+				if readyNow && next.ReadyAt.Before(ev.At) {
+					next.RunningAt = next.ReadyAt
+				}
+			}
+		case "recordServed":
+			if !ev.Probe {
+				next.Served = true
 			}
 		case "recordRefused":
 			next.RefusedStatus = ev.HTTPStatus
@@ -312,7 +350,7 @@ func (p *Pod) Decide(rec Record, ev Event) (Decision, Record, error) {
 		}
 	}
 	if d.Reply != "" {
-		d.Text, err = p.policy.Replies.Render(d.Reply, p.replyData(rec, next, ev.At))
+		d.Text, err = p.policy.Replies.Render(d.Reply, p.replyData(rec, next, ev.Estimate, ev.At))
 		if err != nil {
 			return Decision{}, rec, err
 		}
@@ -321,14 +359,20 @@ func (p *Pod) Decide(rec Record, ev Event) (Decision, Record, error) {
 }
 
 // replyData fills the reply fields from the record before (what was known)
-// and after (the loading clock) the event.
-func (p *Pod) replyData(before, after Record, now time.Time) ReplyData {
+// and after (the loading clock, and the wake the estimate counts for: a
+// wake decided now is the one its reply announces) the event.
+func (p *Pod) replyData(before, after Record, est Estimate, now time.Time) ReplyData {
 	t := p.policy.Timings
 	d := ReplyData{
 		Pod:             before.Pod,
 		ExpectedMinutes: wholeMinutes(t.ExpectedWake),
+		EtaMinutes:      p.etaMinutes(est),
 		IdleMinutes:     wholeMinutes(t.PodIdleStop),
 		Status:          before.RefusedStatus,
+	}
+	if at, remaining, ok := p.Eta(after, est, now); ok {
+		d.RemainingMinutes = roundMinutes(remaining)
+		d.EtaAt = FormatClock(at, now)
 	}
 	if !before.WakeRequestedAt.IsZero() {
 		d.ElapsedMinutes = wholeMinutes(now.Sub(before.WakeRequestedAt))
@@ -356,5 +400,5 @@ func wholeMinutes(d time.Duration) int {
 func (r Record) Equal(o Record) bool {
 	return r.Pod == o.Pod && r.State == o.State && r.RefusedStatus == o.RefusedStatus &&
 		r.WakeRequestedAt.Equal(o.WakeRequestedAt) && r.ModelLoadingSince.Equal(o.ModelLoadingSince) &&
-		r.ReadyAt.Equal(o.ReadyAt)
+		r.ReadyAt.Equal(o.ReadyAt) && r.RunningAt.Equal(o.RunningAt) && r.Served == o.Served
 }

@@ -25,6 +25,12 @@ func notReady(now time.Time, status string) Event {
 
 func loading(now time.Time) Event { return Event{Trigger: ModelLoading, At: now} }
 
+// withEstimate is ev carrying a measured estimate of wakes wakes.
+func withEstimate(ev Event, d time.Duration, wakes int) Event {
+	ev.Estimate = Estimate{Wake: d, Wakes: wakes}
+	return ev
+}
+
 // rec builds a record of pod qwen.
 func rec(state engine.State, f func(*Record)) Record {
 	r := Record{Pod: "qwen", State: state}
@@ -141,7 +147,9 @@ func TestDecide(t *testing.T) {
 			ev:   loading(at(6*min + 43*time.Second)),
 			want: policyWant{ActionWait, ReplyLoadingWaking,
 				"Still waking — 6 min elapsed; the GPU is up and the model is loading. Ask again shortly.", false,
-				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
+				rec(Loading, func(r *Record) {
+					r.WakeRequestedAt, r.ModelLoadingSince, r.RunningAt = at(0), at(0), at(6*min+43*time.Second)
+				})},
 		},
 		{
 			name: "model loading without a wake: the clock starts now",
@@ -157,7 +165,9 @@ func TestDecide(t *testing.T) {
 			ev:   loading(at(35*min + time.Second)),
 			want: policyWant{ActionWait, ReplyLoading,
 				"The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.", false,
-				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(35*min+time.Second) })},
+				rec(Loading, func(r *Record) {
+					r.WakeRequestedAt, r.ModelLoadingSince, r.RunningAt = at(0), at(35*min+time.Second), at(35*min+time.Second)
+				})},
 		},
 		{
 			name: "loading past the window never wakes",
@@ -165,7 +175,7 @@ func TestDecide(t *testing.T) {
 			ev:   loading(at(16 * min)),
 			want: policyWant{ActionWait, ReplyLoadingWaking,
 				"Still waking — 16 min elapsed; the GPU is up and the model is loading. Ask again shortly.", false,
-				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
+				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince, r.RunningAt = at(0), at(0), at(16*min) })},
 		},
 		{
 			name: "the running loading clock is kept",
@@ -258,20 +268,23 @@ func TestDecide(t *testing.T) {
 			name: "readySince exactly ready_slack before the wake still counts",
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   Event{Trigger: ReadySinceSeen, At: at(min), ReadySince: at(-time.Minute)},
-			want: policyWant{ActionNone, "", "", false, rec(Ready, readyAt(at(0), at(-time.Minute)))},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, func(r *Record) {
+				// Seen up first when already ready: RUNNING no later than ready.
+				r.WakeRequestedAt, r.ReadyAt, r.RunningAt = at(0), at(-time.Minute), at(-time.Minute)
+			})},
 		},
 		{
 			name: "readySince of an earlier boot: the pod is up, not ready",
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   Event{Trigger: ReadySinceSeen, At: at(min), ReadySince: at(-time.Minute - time.Millisecond)},
 			want: policyWant{ActionNone, "", "", false,
-				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
+				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince, r.RunningAt = at(0), at(0), at(min) })},
 		},
 		{
 			name: "an answered turn is ready since the answer when the conductor gives no readySince",
 			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
 			ev:   Event{Trigger: Answered, At: at(9 * min)},
-			want: policyWant{ActionNone, "", "", false, rec(Ready, readyAt(at(0), at(9*min)))},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, func(r *Record) { r.WakeRequestedAt, r.ReadyAt, r.Served = at(0), at(9*min), true })},
 		},
 		{
 			name: "a superseded watch is inert",
@@ -335,7 +348,7 @@ func TestDecide(t *testing.T) {
 			name: "an answer leaves crashed",
 			rec:  rec(Crashed, readyAt(at(0), at(9*min))),
 			ev:   Event{Trigger: Answered, At: at(50 * min)},
-			want: policyWant{ActionNone, "", "", false, rec(Ready, readyAt(at(0), at(50*min)))},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, func(r *Record) { r.WakeRequestedAt, r.ReadyAt, r.Served = at(0), at(50*min), true })},
 		},
 		// What the conductor says
 		{
@@ -349,7 +362,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   Event{Trigger: PodUp, At: at(6 * min), Status: "RUNNING", Lookup: LookupFound},
 			want: policyWant{ActionNone, "", "", false,
-				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
+				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince, r.RunningAt = at(0), at(0), at(6*min) })},
 		},
 		{
 			name: "down while loading on a wake: waking",
@@ -362,6 +375,114 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Loading, func(r *Record) { r.ModelLoadingSince = at(0) }),
 			ev:   Event{Trigger: PodDown, At: at(6 * min), Status: "EXITED", Lookup: LookupFound},
 			want: policyWant{ActionNone, "", "", false, NewRecord("qwen")},
+		},
+		// The wake's phases: first seen up, and served
+		{
+			name: "seen up again after a stop mid-wake: the first RUNNING time is kept",
+			rec:  rec(Waking, func(r *Record) { r.WakeRequestedAt, r.RunningAt = at(0), at(3*min) }),
+			ev:   Event{Trigger: PodUp, At: at(6 * min), Status: "RUNNING", Lookup: LookupFound},
+			want: policyWant{ActionNone, "", "", false, rec(Loading, func(r *Record) {
+				r.WakeRequestedAt, r.ModelLoadingSince, r.RunningAt = at(0), at(0), at(3*min)
+			})},
+		},
+		{
+			name: "first seen up with this boot's readySince: RUNNING at the ready time",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   Event{Trigger: ReadySinceSeen, At: at(10 * min), Status: "RUNNING", ReadySince: at(9 * min)},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, func(r *Record) {
+				r.WakeRequestedAt, r.ReadyAt, r.RunningAt = at(0), at(9*min), at(9*min)
+			})},
+		},
+		{
+			name: "a turn answered while waking: up, ready and served at once",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   Event{Trigger: Answered, At: at(9 * min)},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, func(r *Record) {
+				r.WakeRequestedAt, r.ReadyAt, r.RunningAt, r.Served = at(0), at(9*min), at(9*min), true
+			})},
+		},
+		{
+			name: "the watch's probe answering makes the wake ready, and serves nobody",
+			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince, r.RunningAt = at(0), at(0), at(6*min) }),
+			ev:   Event{Trigger: Answered, At: at(9 * min), Probe: true},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, func(r *Record) {
+				r.WakeRequestedAt, r.RunningAt, r.ReadyAt = at(0), at(6*min), at(9*min)
+			})},
+		},
+		{
+			name: "the first turn answered on a ready wake serves it",
+			rec:  rec(Ready, func(r *Record) { r.WakeRequestedAt, r.RunningAt, r.ReadyAt = at(0), at(6*min), at(9*min) }),
+			ev:   Event{Trigger: Answered, At: at(10 * min)},
+			want: policyWant{ActionNone, "", "", false, rec(Ready, func(r *Record) {
+				r.WakeRequestedAt, r.RunningAt, r.ReadyAt, r.Served = at(0), at(6*min), at(9*min), true
+			})},
+		},
+		{
+			name: "stopped, then woken again: the new wake has no RUNNING time and served nobody yet",
+			rec: rec(Stopped, func(r *Record) {
+				r.WakeRequestedAt, r.RunningAt, r.ReadyAt, r.Served = at(0), at(6*min), at(9*min), true
+			}),
+			ev: notReady(at(40*min), "EXITED"),
+			want: policyWant{ActionWake, ReplyReadyThenStopped,
+				"The GPU woke and was ready at 12:09 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes.", false,
+				rec(Waking, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(40*min), at(9*min) })},
+		},
+		// The estimate measured from past wakes
+		{
+			name: "a measured estimate is the figure the waking reply quotes",
+			rec:  NewRecord("qwen"),
+			ev:   withEstimate(notReady(at(0), "EXITED"), 4*min, 3),
+			want: policyWant{ActionWake, ReplyWaking,
+				"Waking the GPU brain — that takes about 4 minutes. Ask me again in a few minutes.", false,
+				rec(Waking, wokeAt(0))},
+		},
+		{
+			name: "a measured estimate is rounded to the nearest minute",
+			rec:  NewRecord("qwen"),
+			ev:   withEstimate(notReady(at(0), "EXITED"), 6*min+30*time.Second, 5),
+			want: policyWant{ActionWake, ReplyWaking,
+				"Waking the GPU brain — that takes about 7 minutes. Ask me again in a few minutes.", false,
+				rec(Waking, wokeAt(0))},
+		},
+		{
+			name: "still waking inside the measured estimate: usually ready by it",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   withEstimate(notReady(at(3*min+59*time.Second), "CREATED"), 4*min, 3),
+			want: policyWant{ActionWait, ReplyStillWaking,
+				"Still waking — 3 min elapsed, usually ready by ~4. Ask again shortly.", false,
+				rec(Waking, wokeAt(0))},
+		},
+		{
+			name: "the measured estimate run out, edge inclusive: the reply says the wake is late",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   withEstimate(notReady(at(4*min), "CREATED"), 4*min, 3),
+			want: policyWant{ActionWait, ReplyStillWakingLate,
+				"Still waking — 4 min elapsed, taking longer than the usual 4 minutes. Ask again shortly.", false,
+				rec(Waking, wokeAt(0))},
+		},
+		{
+			name: "late up to the window's edge; beyond it the same re-wake as ever (#712)",
+			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
+			ev:   withEstimate(notReady(at(15*min), "EXITED"), 4*min, 3),
+			want: policyWant{ActionWait, ReplyStillWakingLate,
+				"Still waking — 15 min elapsed, taking longer than the usual 4 minutes. Ask again shortly.", false,
+				rec(Waking, wokeAt(0))},
+		},
+		{
+			name: "with no measured wake, past expected_wake keeps the design's wording",
+			rec:  rec(Waking, wokeAt(0)),
+			ev:   notReady(at(12*min), "EXITED"),
+			want: policyWant{ActionWait, ReplyStillWaking,
+				"Still waking — 12 min elapsed, usually ready by ~9. Ask again shortly.", false,
+				rec(Waking, wokeAt(0))},
+		},
+		{
+			name: "a wake again after an outcome announces the measured figure",
+			rec:  rec(NeverReady, wokeAt(0)),
+			ev:   withEstimate(notReady(at(36*min), "EXITED"), 5*min, 10),
+			want: policyWant{ActionWake, ReplyNeverReady,
+				"The wake requested at 12:00 UTC did not complete — the GPU never became ready. Waking it again — about 5 minutes.", false,
+				rec(Waking, wokeAt(36*min))},
 		},
 	}
 	pod, err := NewPod(DefaultPolicy())
@@ -582,7 +703,7 @@ func TestDescribe(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.rec
-			key, text, err := pod.Describe(tt.rec, tt.view, tt.now)
+			key, text, err := pod.Describe(tt.rec, tt.view, tt.now, Estimate{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -610,6 +731,8 @@ func TestRecordEqual(t *testing.T) {
 		"ready at": func(r *Record) { r.ReadyAt = at(0) },
 		"status":   func(r *Record) { r.RefusedStatus = 409 },
 		"pod":      func(r *Record) { r.Pod = "other" },
+		"running":  func(r *Record) { r.RunningAt = at(2 * min) },
+		"served":   func(r *Record) { r.Served = true },
 	} {
 		c := a
 		change(&c)

@@ -26,17 +26,25 @@ func randomEvent(r *rand.Rand, rec Record, now time.Time) Event {
 		}
 	}
 	since := func() time.Time { return now.Add(-time.Duration(r.IntN(40*60)) * time.Second) }
+	// A turn carries the pod's estimate: none measured, or the median of
+	// 1 to 10 wakes.
+	estimate := func() Estimate {
+		if r.IntN(3) == 0 {
+			return Estimate{}
+		}
+		return Estimate{Wake: time.Duration(r.IntN(20*60)+1) * time.Second, Wakes: r.IntN(10) + 1}
+	}
 	switch r.IntN(12) {
 	case 0, 1:
 		status := []string{"EXITED", "CREATED", "RUNNING", ""}[r.IntN(4)]
 		lookup := []string{LookupFound, LookupFound, LookupNotFound, ""}[r.IntN(4)]
-		return Event{Trigger: NotReady, At: now, Status: status, Lookup: lookup}
+		return Event{Trigger: NotReady, At: now, Status: status, Lookup: lookup, Estimate: estimate()}
 	case 2:
-		return Event{Trigger: Unreadable, At: now, Lookup: LookupUnreadable}
+		return Event{Trigger: Unreadable, At: now, Lookup: LookupUnreadable, Estimate: estimate()}
 	case 3:
-		return Event{Trigger: ModelLoading, At: now, Status: "RUNNING"}
+		return Event{Trigger: ModelLoading, At: now, Status: "RUNNING", Estimate: estimate()}
 	case 4:
-		return Event{Trigger: Answered, At: now}
+		return Event{Trigger: Answered, At: now, Probe: r.IntN(3) == 0}
 	case 5:
 		return Event{Trigger: PodDown, At: now, Status: "EXITED"}
 	case 6:
@@ -82,7 +90,14 @@ func randomStep(r *rand.Rand, p Timings) time.Duration {
 //   - after the conductor says the pod is up (down), the state is one of
 //     the up (down) states, or never-ready (a failed wake, either way):
 //     what GET /api/pods reports always agrees;
-//   - the record handed in is never changed.
+//   - the record handed in is never changed;
+//   - the reply's estimate is never negative: no remaining time below
+//     zero, a measured figure of at least a minute, and the late reply only
+//     past a measured estimate;
+//   - a wake starts with no RUNNING time and no turn served; only an
+//     answered turn serves, never the watch's probe;
+//   - the wake log gets one entry per wake, each with an outcome and
+//     ready times only for a ready one.
 func TestProperties(t *testing.T) {
 	policy := DefaultPolicy()
 	pod, err := NewPod(policy)
@@ -94,6 +109,7 @@ func TestProperties(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, seed*7919))
 		rec := NewRecord("qwen")
 		now := time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
+		var log []Wake // the wake log, as a store keeps it: one entry per wake
 		for i := 0; i < steps; i++ {
 			now = now.Add(randomStep(r, policy.Timings))
 			ev := randomEvent(r, rec, now)
@@ -135,7 +151,30 @@ func TestProperties(t *testing.T) {
 					t.Fatalf("seed %d step %d: answered, and the state is %s", seed, i, next.State)
 				}
 			}
+			data := pod.replyData(rec, next, ev.Estimate, now)
+			if data.RemainingMinutes < 0 || data.EtaMinutes < 0 || (ev.Estimate.Wakes > 0 && data.EtaMinutes < 1) {
+				t.Fatalf("seed %d step %d: estimate in the reply %+v for %+v", seed, i, data, ev.Estimate)
+			}
+			if d.Reply == ReplyStillWakingLate && (ev.Estimate.Wakes == 0 || now.Sub(rec.WakeRequestedAt) < ev.Estimate.Wake) {
+				t.Fatalf("seed %d step %d: late with %+v, %s after the request", seed, i, ev.Estimate, now.Sub(rec.WakeRequestedAt))
+			}
+			if next.Served && !rec.Served && (ev.Trigger != Answered || ev.Probe) {
+				t.Fatalf("seed %d step %d: %s (probe %v) served a turn", seed, i, ev.Trigger, ev.Probe)
+			}
+			if w, ok := LogWake(log, rec, next); ok {
+				if !w.RequestedAt.Equal(rec.WakeRequestedAt) || w.Outcome == "" || (!w.ReadyAt.IsZero() && w.Outcome != string(Ready)) {
+					t.Fatalf("seed %d step %d: logged %+v for %+v → %+v", seed, i, w, rec, next)
+				}
+				if j := slices.IndexFunc(log, func(l Wake) bool { return l.RequestedAt.Equal(w.RequestedAt) }); j >= 0 {
+					log[j] = w
+				} else {
+					log = append(log, w)
+				}
+			}
 			if d.Action == ActionWake {
+				if !next.RunningAt.IsZero() || next.Served {
+					t.Fatalf("seed %d step %d: a wake must start with no phase of its own: %+v", seed, i, next)
+				}
 				if ev.Trigger != NotReady {
 					t.Fatalf("seed %d step %d: %s woke the pod", seed, i, ev.Trigger)
 				}

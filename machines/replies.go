@@ -20,6 +20,7 @@ type ReplyKey string
 const (
 	ReplyWaking           ReplyKey = "waking"
 	ReplyStillWaking      ReplyKey = "still_waking"
+	ReplyStillWakingLate  ReplyKey = "still_waking_late"
 	ReplyRewake           ReplyKey = "rewake"
 	ReplyLoading          ReplyKey = "loading"
 	ReplyLoadingWaking    ReplyKey = "loading_waking"
@@ -62,18 +63,19 @@ func replyKeys() []ReplyKey {
 // sources. They are the design's wording.
 func DefaultReplies() map[ReplyKey]string {
 	return map[ReplyKey]string{
-		ReplyWaking:           "Waking the GPU brain — that takes about {{.ExpectedMinutes}} minutes. Ask me again in a few minutes.",
-		ReplyStillWaking:      "Still waking — {{.ElapsedMinutes}} min elapsed, usually ready by ~{{.ExpectedMinutes}}. Ask again shortly.",
+		ReplyWaking:           "Waking the GPU brain — that takes about {{.EtaMinutes}} minutes. Ask me again in a few minutes.",
+		ReplyStillWaking:      "Still waking — {{.ElapsedMinutes}} min elapsed, usually ready by ~{{.EtaMinutes}}. Ask again shortly.",
+		ReplyStillWakingLate:  "Still waking — {{.ElapsedMinutes}} min elapsed, taking longer than the usual {{.EtaMinutes}} minutes. Ask again shortly.",
 		ReplyRewake:           "The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.",
 		ReplyLoading:          "The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.",
 		ReplyLoadingWaking:    "Still waking — {{.ElapsedMinutes}} min elapsed; the GPU is up and the model is loading. Ask again shortly.",
 		ReplyStuck:            "The model server has been up for {{.LoadingMinutes}} minutes and still is not answering — it may be stuck. Someone needs to look at the pod.",
 		ReplyCrashed:          "The model server answered at {{.ReadyAt}} but has stopped answering — it may have crashed. Someone needs to look at the pod.",
 		ReplyUnreadable:       "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.",
-		ReplyReadyThenStopped: "The GPU woke and was ready at {{.ReadyAt}}, then stopped — it shuts down after {{.IdleMinutes}} idle minutes. Waking it again — about {{.ExpectedMinutes}} minutes.",
-		ReplyNeverReady:       "The wake requested at {{.WakeRequestedAt}} did not complete — the GPU never became ready. Waking it again — about {{.ExpectedMinutes}} minutes.",
-		ReplyRefused:          "The last wake request was refused by the conductor (HTTP {{.Status}}). Waking it again — about {{.ExpectedMinutes}} minutes.",
-		ReplyWakeFailed:       "The last wake request may not have reached the conductor. Trying again — about {{.ExpectedMinutes}} minutes.",
+		ReplyReadyThenStopped: "The GPU woke and was ready at {{.ReadyAt}}, then stopped — it shuts down after {{.IdleMinutes}} idle minutes. Waking it again — about {{.EtaMinutes}} minutes.",
+		ReplyNeverReady:       "The wake requested at {{.WakeRequestedAt}} did not complete — the GPU never became ready. Waking it again — about {{.EtaMinutes}} minutes.",
+		ReplyRefused:          "The last wake request was refused by the conductor (HTTP {{.Status}}). Waking it again — about {{.EtaMinutes}} minutes.",
+		ReplyWakeFailed:       "The last wake request may not have reached the conductor. Trying again — about {{.EtaMinutes}} minutes.",
 		ReplyResumeWaiting:    "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU.",
 	}
 }
@@ -83,6 +85,20 @@ type ReplyData struct {
 	Pod             string // the pod's name
 	ElapsedMinutes  int    // whole minutes since the current wake was requested
 	ExpectedMinutes int    // expected_wake in whole minutes
+	// EtaMinutes is how long a wake of this pod takes: the median of its
+	// last 10 completed wakes rounded to the nearest minute (at least 1),
+	// or ExpectedMinutes while none has completed.
+	EtaMinutes int
+	// RemainingMinutes is, for a wake in progress (the one a wake reply
+	// announces, or the one still waking, loading or stuck), the minutes
+	// left until it is expected ready, rounded to the nearest minute and
+	// at least 1 while any is left; 0 once the estimate has run out (past
+	// a measured one the still-waking reply is still_waking_late) and when
+	// no wake is in progress.
+	RemainingMinutes int
+	// EtaAt is when that wake is expected ready (requested + estimate),
+	// formatted like ReadyAt; "" when no wake is in progress.
+	EtaAt           string
 	LoadingMinutes  int    // whole minutes the model has been loading
 	IdleMinutes     int    // pod_idle_stop in whole minutes
 	ReadyAt         string // when the last ready boot became ready: "15:04 UTC", date-prefixed when not today
@@ -94,8 +110,8 @@ type ReplyData struct {
 // template that cannot render stops start-up.
 func SampleReplyData() ReplyData {
 	return ReplyData{
-		Pod: "qwen", ElapsedMinutes: 3, ExpectedMinutes: 9, LoadingMinutes: 21, IdleMinutes: 15,
-		ReadyAt: "2026-09-10 14:05 UTC", WakeRequestedAt: "12:26 UTC", Status: 409,
+		Pod: "qwen", ElapsedMinutes: 3, ExpectedMinutes: 9, EtaMinutes: 9, RemainingMinutes: 6, EtaAt: "12:35 UTC",
+		LoadingMinutes: 21, IdleMinutes: 15, ReadyAt: "2026-09-10 14:05 UTC", WakeRequestedAt: "12:26 UTC", Status: 409,
 	}
 }
 
@@ -195,10 +211,13 @@ func (r *Replies) Render(key ReplyKey, d ReplyData) (string, error) {
 // ("2006-01-02 15:04 UTC") when t is not on the same UTC day as now.
 func FormatClock(t, now time.Time) string {
 	t, now = t.UTC(), now.UTC()
+	layout := "2006-01-02 15:04 UTC"
 	if t.Year() == now.Year() && t.YearDay() == now.YearDay() {
-		return t.Format("15:04") + " UTC"
+		layout = "15:04 UTC"
 	}
-	return t.Format("2006-01-02 15:04") + " UTC"
+	// One allocation, the string: every decision with a wake formats two.
+	var buf [len("2006-01-02 15:04 UTC")]byte
+	return string(t.AppendFormat(buf[:0], layout))
 }
 
 func sortedKeys(m map[ReplyKey]string) []ReplyKey {

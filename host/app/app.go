@@ -5,8 +5,9 @@
 //
 // Lifecycle: New (load config, open the store, launch and handshake the
 // plugins, resume the watches of wakes that were in flight), Serve, then
-// Shutdown (stop accepting, let in-flight turns finish within the grace,
-// stop the watches, stop the plugins, close the store).
+// Shutdown (end the pod event streams, stop accepting, let in-flight turns
+// finish within the grace, stop the watches, stop the plugins, close the
+// store).
 package app
 
 import (
@@ -25,6 +26,8 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/chat"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/config"
+	"github.com/wakeonchat/wakeonchat/host/events"
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/sim"
@@ -63,6 +66,7 @@ type App struct {
 	gpu     *supervisor.GPU
 	provs   []*supervisor.Provider
 	coord   *wake.Coordinator
+	hub     *events.Hub
 	server  *chat.Server
 	door    *openai.Server
 	http    *http.Server
@@ -70,6 +74,19 @@ type App struct {
 	ln      net.Listener
 	sim     *sim.Sim
 	tempDir string
+
+	metrics *metrics.Metrics
+	// onChange are called, in order, with every stored change of a pod's
+	// record (wake.Config.Changed, through changed): the metrics, and
+	// whatever else follows the pods. New appends to it before Resume, the
+	// first thing that can change a record.
+	onChange []func(wake.Change)
+	// admin serves the operators' surface on [server] admin_listen; nil
+	// when the main listener serves it.
+	admin   *http.Server
+	adminLn net.Listener
+	// page is the status page (host/status), on the operators' surface.
+	page http.Handler
 }
 
 // New builds the host and starts everything but the HTTP server. On error
@@ -120,9 +137,6 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err := a.store.StartPruning(retention, cfg.Store.PruneInterval.Duration, a.log); err != nil {
 		return nil, err
 	}
-	if err := a.startPlugins(ctx, o.Getenv, o.Simulate); err != nil {
-		return nil, err
-	}
 	replies, err := cfg.ParsedReplies()
 	if err != nil {
 		return nil, err
@@ -131,6 +145,22 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := a.startMetrics(pod); err != nil {
+		return nil, err
+	}
+	if err := a.startPlugins(ctx, o.Getenv, o.Simulate); err != nil {
+		return nil, err
+	}
+	// Every stored change of a pod's record is pushed to whoever waits on
+	// the pod (the event streams, the door's held requests), who ask the
+	// conductor nothing. The hub starts from the stored records.
+	a.hub = events.New(0)
+	recs, err := a.store.Records()
+	if err != nil {
+		return nil, fmt.Errorf("reading the wake records: %w", err)
+	}
+	a.hub.Seed(recs)
+	a.onChange = append(a.onChange, a.hub.Publish)
 	// On a shared store each wake's watch holds a lease, and a host whose
 	// watch died is taken over within about a lease.
 	var takeover time.Duration
@@ -138,8 +168,10 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		takeover = cfg.Store.Lease.Duration / 2
 	}
 	a.coord = wake.New(wake.Config{
-		Pod: pod, Records: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
+		Pod: pod, Records: a.store, Wakes: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
+		Changed: a.changed,
+		Probe:   a.probers(), ProbeInterval: cfg.Timings.ProbeInterval.Duration,
 		Leases: a.store, Takeover: takeover,
 	})
 	// Every resolver tells the machine what the conductor says and which
@@ -181,6 +213,9 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		Once:     pinned((*resolve.Model).CompleteOnce),
 		NoResend: pinned((*resolve.Model).CompleteNoResend),
 		Ready:    a.ready,
+		Events:   a.hub,
+		Estimate: a.estimate,
+		Metrics:  a.metrics,
 	})
 	if a.door, err = a.openAIDoor(o.Getenv, models, pods); err != nil {
 		return nil, err
@@ -190,10 +225,18 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		return nil, fmt.Errorf("server.listen: %w", err)
 	}
 	a.ln = chat.Listener(ln, 0) // net/http's own refusals answer JSON too
+	a.page = a.statusPage(pod)
+	if err := a.listenAdmin(); err != nil {
+		return nil, err
+	}
+	var admin http.Handler // on the main listener, unless admin_listen has it
+	if a.admin == nil {
+		admin = a.adminRoutes()
+	}
 	grace := cfg.Timings.CompletionTimeout.Duration + 30*time.Second
 	a.reqs = newRequests()
 	a.http = &http.Server{
-		Handler:           a.reqs.wrap(routes(a.door.Handler(), a.server.Handler())),
+		Handler:           a.reqs.wrap(routes(a.door.Handler(), a.server.Handler(), admin)),
 		BaseContext:       func(net.Listener) context.Context { return a.reqs.base() },
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -241,11 +284,34 @@ func (a *App) Addr() string { return a.ln.Addr().String() }
 // Simulator is the built-in simulator, or nil.
 func (a *App) Simulator() *sim.Sim { return a.sim }
 
-// Serve serves HTTP until Shutdown.
+// Serve serves HTTP until Shutdown: the main listener and, with [server]
+// admin_listen, the admin listener. It returns nil once Shutdown stopped
+// both, or the error of the first that failed (the caller then shuts the
+// host down).
 func (a *App) Serve() error {
-	a.log.Info("wakehost serving", "addr", a.Addr(), "simulate", a.sim != nil)
-	if err := a.http.Serve(a.ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
+	attrs := []any{"addr", a.Addr(), "simulate", a.sim != nil}
+	if a.admin != nil {
+		attrs = append(attrs, "admin_addr", a.AdminAddr())
+	}
+	a.log.Info("wakehost serving", attrs...)
+	served := make(chan error, 2)
+	serve := func(s *http.Server, ln net.Listener) {
+		if err := s.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			served <- err
+			return
+		}
+		served <- nil
+	}
+	n := 1
+	go serve(a.http, a.ln)
+	if a.admin != nil {
+		n++
+		go serve(a.admin, a.adminLn)
+	}
+	for range n {
+		if err := <-served; err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -259,6 +325,12 @@ func (a *App) Serve() error {
 func (a *App) Shutdown(ctx context.Context) error {
 	var errs []error
 	graceRanOut := false
+	if a.hub != nil {
+		// An event stream or a held request lasts as long as its client
+		// waits: end them now (each with a last word), or the shutdown
+		// would wait for them until the grace ran out.
+		a.hub.Close()
+	}
 	if a.http != nil {
 		if err := a.http.Shutdown(ctx); err != nil {
 			graceRanOut = ctx.Err() != nil
@@ -281,6 +353,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 		cancel()
 		a.http.Close()
 	}
+	if err := a.shutdownAdmin(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if err := a.close(ctx, graceRanOut); err != nil {
 		errs = append(errs, err)
 	}
@@ -299,6 +374,9 @@ func (a *App) close(ctx context.Context, graceRanOut bool) error {
 	}
 	if a.ln != nil {
 		a.ln.Close() // Shutdown closed it if Serve ran; this covers New failing or Serve never called
+	}
+	if a.adminLn != nil {
+		a.adminLn.Close()
 	}
 	for _, p := range a.provs {
 		p.Close()
@@ -337,6 +415,11 @@ func pinned(call func(*resolve.Model, context.Context, []pluginapi.Message) (str
 		return m.Complete(ctx, msgs)
 	}
 }
+
+// estimate is how long a wake of pod usually takes, for the event
+// stream's etaSeconds: the figure the replies quote, measured from the
+// pod's wake log ([timings] expected_wake until a wake is measured).
+func (a *App) estimate(pod string) time.Duration { return a.coord.Estimate(pod).Wake }
 
 // ready is /readyz: config loaded (it is, or New failed), store open, both
 // plugin kinds handshaken.

@@ -61,7 +61,7 @@ func TestRefusalsBeforeTheHandlerAreJSON(t *testing.T) {
 		{"headers over 1 MiB", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", http.DefaultMaxHeaderBytes+4096) + "\r\n\r\n",
 			http.StatusRequestHeaderFieldsTooLarge, `{"error":"request headers are larger than 1048576 bytes"}` + "\n"},
 		{"OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", http.StatusNotFound,
-			`{"error":"no such endpoint; the API is POST /api/chat, GET /api/pods/{name}, GET /healthz and GET /readyz"}` + "\n"},
+			`{"error":"no such endpoint; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

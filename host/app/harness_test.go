@@ -47,6 +47,8 @@ type hostOptions struct {
 	// dataDir is [server] data_dir; default a fresh temp dir. Under simulate
 	// the app uses a temp dir of its own.
 	dataDir string
+	// adminListen is [server] admin_listen ("" for none).
+	adminListen string
 	// apiKeyEnv is the provider's api_key_env ("" for none).
 	apiKeyEnv string
 	// postgres, when set, is the connection string of a PostgreSQL store
@@ -75,6 +77,7 @@ func writeConfig(t *testing.T, o hostOptions) string {
 	t.Helper()
 	return e2e.WriteConfig(t, e2e.Config{
 		DataDir:      o.dataDir,
+		AdminListen:  o.adminListen,
 		ConductorURL: o.conductorURL,
 		StartTimeout: startTimeout,
 		APIKeyEnv:    o.apiKeyEnv,
@@ -137,6 +140,7 @@ type pendingWake struct {
 	Provider        string     `json:"provider"`
 	WakeRequestedAt *time.Time `json:"wakeRequestedAt"`
 	State           string     `json:"state"`
+	Events          string     `json:"events"`
 }
 
 // chatReply is a POST /api/chat answer.

@@ -41,7 +41,9 @@ func (a *App) openAIDoor(getenv func(string) string, models map[string]*resolve.
 		Clock: a.clock, Logger: a.log, MaxBody: c.Server.MaxBodyBytes,
 		Keys: keys, CORSOrigins: c.OpenAI.CORSOrigins,
 		Hold: c.OpenAI.ColdStart == config.ColdStartHold, HoldMax: c.OpenAI.HoldMax.Duration, Keepalive: c.OpenAI.Keepalive.Duration,
+		Events:       a.hub,
 		WriteTimeout: c.Timings.CompletionTimeout.Duration,
+		Metrics:      a.metrics,
 	}), nil
 }
 
@@ -50,14 +52,18 @@ func (a *App) openAIDoor(getenv func(string) string, models map[string]*resolve.
 // keeps after trimming, and a NUL).
 const refuseAll = "\x00 no key"
 
-// routes sends /v1/ to the OpenAI door and everything else to /api/chat's
-// server.
-func routes(door, chat http.Handler) http.Handler {
+// routes sends /v1/ to the OpenAI door, the operators' surface to admin
+// (nil when [server] admin_listen serves it elsewhere) and everything else
+// to /api/chat's server.
+func routes(door, chat, admin http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
+		switch {
+		case r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/"):
 			door.ServeHTTP(w, r)
-			return
+		case admin != nil && isAdminPath(r.URL.Path):
+			admin.ServeHTTP(w, r)
+		default:
+			chat.ServeHTTP(w, r)
 		}
-		chat.ServeHTTP(w, r)
 	})
 }

@@ -141,17 +141,17 @@ func wakeToReady(t *testing.T, h *testHost, c openaisdk.Client) {
 	if got, _ := askSDK(t, c, userTurn("wake up")); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q, want the waking reply", got)
 	}
-	stepThrough(h.clock, t0.Add(9*time.Minute+10*time.Second), time.Minute)
+	stepThrough(h.clock, t0.Add(9*time.Minute+10*time.Second), time.Minute, 1)
 }
 
 // stepThrough moves the fake clock to target in steps of at most step,
-// each once something waits on the clock (a wake's watch, a held request)
-// or, once nothing does (the watch ends when the wake is ready), after a
-// short real-time wait.
-func stepThrough(c *clock.Fake, target time.Time, step time.Duration) {
+// each once waiters wait on the clock (a wake's watch; a held request and
+// the watch are two) or, once fewer do (the watch ends when the wake is
+// ready), after a short real-time wait.
+func stepThrough(c *clock.Fake, target time.Time, step time.Duration, waiters int) {
 	for now := c.Now(); now.Before(target); now = c.Now() {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		_ = c.BlockUntilWaiters(ctx, 1)
+		_ = c.BlockUntilWaiters(ctx, waiters)
 		cancel()
 		c.Advance(min(step, target.Sub(now)))
 	}
@@ -307,7 +307,7 @@ func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests once held: %d, want 1", n)
 	}
-	stepThrough(h.clock, t0.Add(10*time.Minute), 30*time.Second)
+	stepThrough(h.clock, t0.Add(10*time.Minute), 30*time.Second, 2) // the hold and the watch
 	var r result
 	select {
 	case r = <-done:

@@ -35,8 +35,9 @@ func (a *App) startPlugins(ctx context.Context, getenv func(string) string, simu
 	}
 	a.gpu = supervisor.NewGPU(supervisor.Spec{
 		Name: c.Conductor.Plugin, Path: c.PluginPath(c.Conductor.Plugin), Env: gpuEnv, Secrets: secrets,
-		Logger: a.log,
+		Logger: a.log, Metrics: a.metrics,
 	})
+	a.metrics.WatchPlugin(c.Conductor.Plugin, a.gpu.Ready)
 	if err := a.gpu.Start(ctx); err != nil {
 		return fmt.Errorf("conductor.plugin: %w", err)
 	}
@@ -55,8 +56,9 @@ func (a *App) startPlugins(ctx context.Context, getenv func(string) string, simu
 		}
 		sp := supervisor.NewProvider(supervisor.Spec{
 			Name: p.Plugin, Path: c.PluginPath(p.Plugin), Env: env, Secrets: secrets,
-			Logger: a.log.With("provider", p.Name),
+			Logger: a.log.With("provider", p.Name), Metrics: a.metrics,
 		})
+		a.metrics.WatchPlugin(p.Plugin, sp.Ready)
 		a.provs = append(a.provs, sp)
 		if err := sp.Start(ctx); err != nil {
 			return fmt.Errorf("providers[%d].plugin: %w", i, err)

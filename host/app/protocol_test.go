@@ -12,9 +12,9 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
 
-// TestOldProtocolPlugin: a provider plugin built against plugin protocol 1
-// stops start-up with an error that names it, both protocols and what to
-// do.
+// TestOldProtocolPlugin: a provider plugin built against plugin protocol 2
+// (no Probe) stops start-up with an error that names it, both protocols and
+// what to do.
 func TestOldProtocolPlugin(t *testing.T) {
 	a, err, panicked := e2e.NewApp(app.Options{
 		ConfigPath: e2e.WriteConfig(t, e2e.Config{StartTimeout: startTimeout, ProviderPlugin: "oldplugin"}),
@@ -28,10 +28,10 @@ func TestOldProtocolPlugin(t *testing.T) {
 	}
 	if a != nil {
 		a.Shutdown(context.Background())
-		t.Fatal("app.New started a host with a protocol 1 provider plugin")
+		t.Fatal("app.New started a host with a protocol 2 provider plugin")
 	}
 	want := "providers[0].plugin: plugin oldplugin: " + filepath.Join(binDir, "oldplugin") +
-		" failed the go-plugin handshake: it speaks plugin protocol 1 and this host speaks protocol 2: rebuild it against this release's plugins/pluginapi"
+		" failed the go-plugin handshake: it speaks plugin protocol 2 and this host speaks protocol 3: rebuild it against this release's plugins/pluginapi"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("app.New error:\n%v\nwant one starting\n%s", err, want)
 	}

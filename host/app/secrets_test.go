@@ -104,8 +104,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	h.log.WaitLine(t, lineInFlight, 1, waitFor)
 
-	// The wake's watch reads the pod every minute; the model answers from
-	// nine minutes after the wake.
+	// The wake's watch reads the pod (the clock steps a minute at a time)
+	// and probes the model once the pod runs; the model answers from nine
+	// minutes after the wake.
 	stepTo(t, clk, t0.Add(10*time.Minute), time.Minute)
 	if got, want := h.ask(t, session, "ready?"), "echo: ready?"; got != want {
 		t.Errorf("ask once ready: reply %q, want %q", got, want)
@@ -123,19 +124,21 @@ func TestSecretsNeverLeak(t *testing.T) {
 	h.do(t, http.MethodGet, "/readyz", nil)
 
 	// The secrets were in play: the token went with every start and nowhere
-	// else, the key with every completion and nowhere else.
-	var starts, completions int
+	// else, the key with every completion and every probe of the model and
+	// nowhere else.
+	var starts, completions, probes int
 	for _, r := range rec.requests() {
 		isStart := r.Method == http.MethodPost && strings.HasSuffix(r.Path, "/start")
 		isCompletion := strings.HasSuffix(r.Path, "/chat/completions")
+		isProbe := r.Method == http.MethodGet && strings.HasSuffix(r.Path, "/v1/models")
 		switch {
 		case isStart && r.Token != secretToken:
 			t.Errorf("%s %s: X-Rig-Operator-Token %q, want the wake token", r.Method, r.Path, r.Token)
 		case !isStart && r.Token != "":
 			t.Errorf("%s %s carries X-Rig-Operator-Token", r.Method, r.Path)
-		case isCompletion && r.Auth != "Bearer "+secretKey:
+		case (isCompletion || isProbe) && r.Auth != "Bearer "+secretKey:
 			t.Errorf("%s %s: Authorization %q, want the bearer key", r.Method, r.Path, r.Auth)
-		case !isCompletion && r.Auth != "":
+		case !isCompletion && !isProbe && r.Auth != "":
 			t.Errorf("%s %s carries Authorization", r.Method, r.Path)
 		}
 		if isStart {
@@ -144,9 +147,12 @@ func TestSecretsNeverLeak(t *testing.T) {
 		if isCompletion {
 			completions++
 		}
+		if isProbe {
+			probes++
+		}
 	}
-	if starts != 2 || completions < 2 {
-		t.Errorf("the conductor saw %d starts and the model %d completions, want 2 and at least 2", starts, completions)
+	if starts != 2 || completions < 2 || probes < 1 {
+		t.Errorf("the conductor saw %d starts and the model %d completions and %d probes, want 2 and at least 2 and 1", starts, completions, probes)
 	}
 
 	// Stop the host first, so that its last lines are in the log too.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/machines"
@@ -29,10 +30,13 @@ type pendingWire struct {
 	Provider        string     `json:"provider"`
 	WakeRequestedAt *time.Time `json:"wakeRequestedAt"`
 	State           string     `json:"state"`
+	// Events is the pod's event stream, which tells the client when to
+	// resume without polling.
+	Events string `json:"events"`
 }
 
 func wirePending(p store.Pending) *pendingWire {
-	w := &pendingWire{Key: p.Key, Pod: p.Pod, Provider: p.Provider, State: p.State}
+	w := &pendingWire{Key: p.Key, Pod: p.Pod, Provider: p.Provider, State: p.State, Events: eventsPath(p.Pod)}
 	if !p.WakeRequestedAt.IsZero() {
 		t := p.WakeRequestedAt.UTC()
 		w.WakeRequestedAt = &t
@@ -41,7 +45,10 @@ func wirePending(p store.Pending) *pendingWire {
 }
 
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
+	began := time.Now()
+	count := func(result string) { s.cfg.Metrics.Turn(metrics.DoorAPIChat, result, time.Since(began)) }
 	if !allow(w, r, http.MethodPost) {
+		count(metrics.ResultMethodNotAllowed)
 		return
 	}
 	req, err := readRequest(w, r, s.cfg.MaxBody, s.maxMessage)
@@ -49,6 +56,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		var re *requestError
 		errors.As(err, &re)
 		writeError(w, re.Status, re.Msg)
+		count(requestResult(re.Status))
 		return
 	}
 	if req.SessionID == "" {
@@ -56,10 +64,17 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.slots.take(r.Context(), req.SessionID) {
 		writeError(w, http.StatusConflict, busy)
+		count(metrics.ResultConflict)
 		return
 	}
 	defer s.slots.release(req.SessionID)
-	if !s.takeTurn(w, r.Context(), req.SessionID) {
+	// Counted before the slot is released: once Wait returns for the
+	// session, its turn is in the metrics. What each path answered is its
+	// result: answered, the key of the policy's reply, or an error class.
+	result := metrics.ResultInternalError
+	defer func() { count(result) }()
+	if refused, mayRun := s.takeTurn(w, r.Context(), req.SessionID); !mayRun {
+		result = refused
 		return
 	}
 	defer s.releaseTurn(req.SessionID)
@@ -73,110 +88,120 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}()
 	switch req.WakeMode {
 	case ModeWait:
-		s.wait(w, r.Context(), req)
+		result = s.wait(w, r.Context(), req)
 	case ModeResume:
-		s.resume(w, r.Context(), req)
+		result = s.resume(w, r.Context(), req)
 	default:
-		s.legacy(w, r.Context(), req)
+		result = s.legacy(w, r.Context(), req)
 	}
+}
+
+// requestResult is the turn metrics' class of a request refused with
+// status.
+func requestResult(status int) string {
+	switch status {
+	case http.StatusRequestEntityTooLarge:
+		return metrics.ResultTooLarge
+	case http.StatusUnsupportedMediaType:
+		return metrics.ResultUnsupportedMediaType
+	}
+	return metrics.ResultBadRequest
 }
 
 // legacy runs the turn through the provider chain; a not-ready error runs
 // the wake policy (D4).
-func (s *Server) legacy(w http.ResponseWriter, ctx context.Context, req request) {
+func (s *Server) legacy(w http.ResponseWriter, ctx context.Context, req request) string {
 	res, err := s.cfg.Agent.Process(ctx, req.SessionID, req.Message)
-	if _, d, done := s.settle(w, ctx, req, res, err); !done {
-		writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID})
+	_, d, result, done := s.settle(w, ctx, req, res, err)
+	if done {
+		return result
 	}
+	writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID})
+	return string(d.Reply)
 }
 
 // wait pins the chain's first provider. A turn that can run, runs; one that
 // finds the model not ready runs the policy (which may wake) and leaves a
 // pendingWake marker instead of running the prompt (#715).
-func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) {
+func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) string {
 	provider := s.cfg.Agent.First()
 	res, err := s.cfg.Agent.ProcessOn(ctx, req.SessionID, req.Message, provider, s.cfg.NoResend)
-	nr, d, done := s.settle(w, ctx, req, res, err)
+	nr, d, result, done := s.settle(w, ctx, req, res, err)
 	if done {
-		return
+		return result
 	}
 	rec, err := s.cfg.Wake.Record(nr.Pod)
 	if err != nil {
-		s.failed(w, ctx, req.SessionID, err)
-		return
+		return s.failed(w, ctx, req.SessionID, err)
 	}
 	p := store.Pending{
 		Key: s.cfg.NewToken(), Pod: nr.Pod, Provider: provider,
 		WakeRequestedAt: rec.WakeRequestedAt, State: string(d.To), CreatedAt: s.cfg.Clock.Now(),
 	}
 	if err := s.cfg.Pending.PutPending(req.SessionID, p); err != nil {
-		s.failed(w, ctx, req.SessionID, err)
-		return
+		return s.failed(w, ctx, req.SessionID, err)
 	}
 	writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID, PendingWake: wirePending(p)})
+	return string(d.Reply)
 }
 
 // settle answers a turn that reached a model (200) or failed plainly (502)
-// and reports done. A not-ready turn is left to the caller, with the wake
-// policy's decision, already acted on.
-func (s *Server) settle(w http.ResponseWriter, ctx context.Context, req request, res agent.Result, err error) (*resolve.NotReadyError, machines.Decision, bool) {
+// and reports done, with the turn's result. A not-ready turn is left to the
+// caller, with the wake policy's decision, already acted on.
+func (s *Server) settle(w http.ResponseWriter, ctx context.Context, req request, res agent.Result, err error) (*resolve.NotReadyError, machines.Decision, string, bool) {
 	session := req.SessionID
 	if err == nil {
-		s.answered(w, req, res)
-		return nil, machines.Decision{}, true
+		return nil, machines.Decision{}, s.answered(w, req, res), true
 	}
 	nr, ok := s.wakeable(err)
 	if !ok {
-		s.failed(w, ctx, session, err)
-		return nil, machines.Decision{}, true
+		return nil, machines.Decision{}, s.failed(w, ctx, session, err), true
 	}
 	d, err := s.notReady(ctx, nr)
 	if err != nil {
-		s.failed(w, ctx, session, err)
-		return nil, machines.Decision{}, true
+		return nil, machines.Decision{}, s.failed(w, ctx, session, err), true
 	}
-	return nr, d, false
+	return nr, d, "", false
 }
 
 // resume runs a held prompt once the model is freshly ready, on the pinned
 // provider, exactly once. It never wakes (#715).
-func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request) {
+func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request) string {
 	p, ok, err := s.cfg.Pending.Pending(req.SessionID)
 	switch {
 	case err != nil:
-		s.failed(w, ctx, req.SessionID, err)
-		return
+		return s.failed(w, ctx, req.SessionID, err)
 	case !ok:
 		writeError(w, http.StatusConflict, "no pending wake for this session")
-		return
+		return metrics.ResultConflict
 	case p.Key != req.PendingWake:
 		writeError(w, http.StatusConflict, "pendingWake does not match this session's pending wake")
-		return
+		return metrics.ResultConflict
 	}
 	if _, ok := s.cfg.Pods[p.Pod]; !ok {
 		s.cfg.Logger.Error("resume: pinned pod is no longer configured", "session", req.SessionID, "pod", p.Pod)
 		writeError(w, http.StatusConflict, "the pod this wake was pinned to is no longer configured")
-		return
+		return metrics.ResultConflict
 	}
 	if !s.cfg.Agent.Has(p.Provider) {
 		s.cfg.Logger.Error("resume: pinned provider is no longer configured", "session", req.SessionID, "provider", p.Provider)
 		writeError(w, http.StatusConflict, "the provider this wake was pinned to is no longer configured")
-		return
+		return metrics.ResultConflict
 	}
 	if rec, view, fresh := s.readiness(ctx, p.Pod); !fresh {
-		writeJSON(w, http.StatusOK, reply{Reply: s.describe(rec, view), SessionID: req.SessionID, PendingWake: wirePending(p)})
-		return
+		key, text := s.describe(rec, view)
+		writeJSON(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
+		return key
 	}
 	// The key is consumed before the turn runs: a turn that ran, whatever
 	// its outcome, can never be resumed twice.
 	if _, err := s.cfg.Pending.TakePending(req.SessionID, p.Key); err != nil {
 		writeError(w, http.StatusConflict, "no pending wake for this session")
-		return
+		return metrics.ResultConflict
 	}
 	res, err := s.cfg.Agent.ProcessOn(ctx, req.SessionID, req.Message, p.Provider, s.cfg.Once)
 	if err == nil {
-		s.answered(w, req, res)
-		return
+		return s.answered(w, req, res)
 	}
 	var nr *resolve.NotReadyError
 	if errors.As(err, &nr) || resolve.NeverSent(err) {
@@ -184,28 +209,26 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 		// the prompt provably never reached a model: keep the marker, so the
 		// client can resume once the pod is back, and wake nothing.
 		if perr := s.cfg.Pending.PutPending(req.SessionID, p); perr != nil {
-			s.failed(w, ctx, req.SessionID, perr)
-			return
+			return s.failed(w, ctx, req.SessionID, perr)
 		}
-		var text string
+		var key, text string
 		if nr != nil && nr.ModelLoading {
 			// RUNNING and not answering is an event the machine takes (it
 			// never wakes): loading, stuck or crashed.
 			d, err := s.notReady(ctx, nr)
 			if err != nil {
-				s.failed(w, ctx, req.SessionID, err)
-				return
+				return s.failed(w, ctx, req.SessionID, err)
 			}
-			text = d.Text
+			key, text = string(d.Reply), d.Text
 		} else {
 			rec, view, _ := s.readiness(ctx, p.Pod)
-			text = s.describe(rec, view)
+			key, text = s.describe(rec, view)
 		}
 		s.cfg.Logger.Warn("resume: the pod stopped before the turn ran; pending wake kept", "session", req.SessionID, "pod", p.Pod)
 		writeJSON(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
-		return
+		return key
 	}
-	s.failed(w, ctx, req.SessionID, err)
+	return s.failed(w, ctx, req.SessionID, err)
 }
 
 // readiness asks the conductor about pod now (the answer reaches the
@@ -234,15 +257,16 @@ func viewOf(res resolve.Resolution) machines.View {
 		ReadySince: res.ReadySince, FromCache: res.FromCache}
 }
 
-// describe is the state's reply for a turn that must not wake.
-func (s *Server) describe(rec machines.Record, v machines.View) string {
-	_, text, err := s.cfg.Policy.Describe(rec, v, s.cfg.Clock.Now())
+// describe is the state's reply for a turn that must not wake, and its
+// key.
+func (s *Server) describe(rec machines.Record, v machines.View) (string, string) {
+	key, text, err := s.cfg.Policy.Describe(rec, v, s.cfg.Clock.Now(), s.cfg.Wake.Estimate(rec.Pod))
 	if err != nil {
 		// Replies were rendered against sample data at load; this is a bug.
 		s.cfg.Logger.Error("rendering a reply", "err", err)
-		return "The GPU brain is not ready yet. Ask again shortly."
+		return metrics.ResultInternalError, "The GPU brain is not ready yet. Ask again shortly."
 	}
-	return text
+	return string(key), text
 }
 
 // notReady runs the pod lifecycle machine for a not-ready turn.
@@ -265,22 +289,24 @@ func (s *Server) wakeable(err error) (*resolve.NotReadyError, bool) {
 
 // failed answers the generic 502 and logs the error, once, here. A turn
 // the host's shutdown cut (its context ended with ErrShutdown) is no
-// provider failure: it answers 503 and is logged as cut.
-func (s *Server) failed(w http.ResponseWriter, ctx context.Context, session string, err error) {
+// provider failure: it answers 503 and is logged as cut. It returns the
+// turn's result.
+func (s *Server) failed(w http.ResponseWriter, ctx context.Context, session string, err error) string {
 	if errors.Is(context.Cause(ctx), ErrShutdown) {
 		s.cfg.Logger.Warn("turn cut by shutdown", "session", session, "err", logErr{err})
 		writeError(w, http.StatusServiceUnavailable, "the host shut down before this turn finished")
-		return
+		return metrics.ResultShutdown
 	}
 	s.cfg.Logger.Error("turn failed", "session", session, "err", logErr{err})
 	writeProviderFailed(w)
+	return metrics.ResultProviderFailed
 }
 
 // answered sends a model's reply, then stores the turn before the session's
 // slot is released: the user gets the answer without waiting for the disk,
 // and the session's next turn (which waits for the slot) sees it in its
 // history.
-func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) {
+func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) string {
 	// Finishing before the reply leaves: a client may send its next turn
 	// the moment it reads the reply, and that turn must wait, not get a 409.
 	s.slots.finish(req.SessionID)
@@ -290,6 +316,7 @@ func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) 
 	if err := s.cfg.Agent.Remember(req.SessionID, req.Message, res); err != nil {
 		s.cfg.Logger.Error("the turn was answered but not stored", "session", req.SessionID, "err", logErr{err})
 	}
+	return metrics.ResultAnswered
 }
 
 // logErr logs an error through its LogValue when it has one (a not-ready
@@ -310,21 +337,21 @@ const busy = "a turn is already in flight for this session"
 // takeTurn claims session's turn on the store the hosts share
 // (Config.Turns), after the process's own slot: 409 while a turn of the
 // session runs on another host, the generic 502 when the store fails. It
-// reports whether the turn may run; without Turns it always may.
-func (s *Server) takeTurn(w http.ResponseWriter, ctx context.Context, session string) bool {
+// reports whether the turn may run; without Turns it always may. When it
+// may not, result is the turn metrics' class of what was answered.
+func (s *Server) takeTurn(w http.ResponseWriter, ctx context.Context, session string) (result string, ok bool) {
 	if s.cfg.Turns == nil {
-		return true
+		return "", true
 	}
 	ok, err := s.cfg.Turns.TakeTurn(ctx, session)
 	switch {
 	case err != nil:
-		s.failed(w, ctx, session, err)
-		return false
+		return s.failed(w, ctx, session, err), false
 	case !ok:
 		writeError(w, http.StatusConflict, busy)
-		return false
+		return metrics.ResultConflict, false
 	}
-	return true
+	return "", true
 }
 
 // finishTurn marks session's turn replied to on the shared store, so that

@@ -23,7 +23,7 @@ func ptr[T any](v T) *T { return &v }
 
 // firstMarker is the marker the first wait turn of a harness leaves.
 func firstMarker() *pendingWake {
-	return &pendingWake{Key: "tok-1", Pod: "qwen", Provider: "a", WakeRequestedAt: ptr("2026-09-09T12:26:25Z"), State: "waking"}
+	return &pendingWake{Key: "tok-1", Pod: "qwen", Provider: "a", WakeRequestedAt: ptr("2026-09-09T12:26:25Z"), State: "waking", Events: "/api/pods/qwen/events"}
 }
 
 func waitReq(session string) chatReq {

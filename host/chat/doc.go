@@ -1,5 +1,7 @@
 // Package chat is wake-on-chat's HTTP surface: POST /api/chat, GET
-// /api/pods/{name}, /healthz and /readyz.
+// /api/pods/{name}, GET /api/pods/{name}/events (the pod's changes, pushed
+// from host/events: no conductor lookup per subscriber), /healthz and
+// /readyz.
 //
 // A turn that reaches a model answers 200 {reply, sessionId}. A turn that
 // finds the model not ready runs the wake policy (through host/wake) and

@@ -335,6 +335,7 @@ type pendingWake struct {
 	Provider        string  `json:"provider"`
 	WakeRequestedAt *string `json:"wakeRequestedAt"`
 	State           string  `json:"state"`
+	Events          string  `json:"events"`
 }
 
 // post sends req to /api/chat.

@@ -131,7 +131,7 @@ func TestNetHTTPErrorsAreJSON(t *testing.T) {
 		// Answered by the handler, since DisableGeneralOptionsHandler: not
 		// net/http's empty 200.
 		{"OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 404,
-			`{"error":"no such endpoint; the API is POST /api/chat, GET /api/pods/{name}, GET /healthz and GET /readyz"}` + "\n"},
+			`{"error":"no such endpoint; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

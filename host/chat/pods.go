@@ -21,6 +21,14 @@ type podReport struct {
 	WakeRequestedAt *time.Time `json:"wakeRequestedAt"`
 	Outcome         *string    `json:"outcome"`
 	Ready           bool       `json:"ready"`
+	// The estimate: how long a wake of this pod takes (the median of its
+	// last completed wakes, or expected_wake while estimateWakes is 0), and
+	// for a wake in progress when it is due and the seconds left until then
+	// (rounded up, never negative: etaSeconds as the event stream has it).
+	EstimateSeconds int64      `json:"estimateSeconds"`
+	EstimateWakes   int        `json:"estimateWakes"`
+	EtaAt           *time.Time `json:"etaAt"`
+	EtaSeconds      *int64     `json:"etaSeconds"`
 }
 
 func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
@@ -63,6 +71,12 @@ func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
 	}
 	if o := rec.Outcome(); o != "" {
 		rep.Outcome = &o
+	}
+	est := s.cfg.Wake.Estimate(name)
+	rep.EstimateSeconds, rep.EstimateWakes = int64(est.Wake.Round(time.Second)/time.Second), est.Wakes
+	if at, remaining, ok := s.cfg.Policy.Eta(rec, est, s.cfg.Clock.Now()); ok {
+		at, left := at.UTC(), int64((remaining+time.Second-1)/time.Second)
+		rep.EtaAt, rep.EtaSeconds = &at, &left
 	}
 	writeJSON(w, http.StatusOK, rep)
 }

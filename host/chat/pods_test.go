@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wakeonchat/wakeonchat/host/wake"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
@@ -41,6 +42,7 @@ func report(fields map[string]any) map[string]any {
 	m := map[string]any{
 		"pod": "qwen", "status": "EXITED", "isRunning": false, "readySince": nil, "lookup": "FOUND",
 		"fromCache": false, "state": "asleep", "wakeRequestedAt": nil, "outcome": nil, "ready": false,
+		"estimateSeconds": float64(540), "estimateWakes": float64(0), "etaAt": nil, "etaSeconds": nil,
 	}
 	for k, v := range fields {
 		m[k] = v
@@ -66,12 +68,17 @@ func TestPodReport(t *testing.T) {
 	h.waitStart(t)
 	h.gpu.set(creatingPod())
 	wake := "2026-09-09T12:26:25Z"
-	check("waking", report(map[string]any{"status": "CREATED", "state": "waking", "wakeRequestedAt": wake}))
+	// A wake in progress is expected ready expected_wake (9 min) after it
+	// was requested: no wake of this pod is measured yet.
+	eta := "2026-09-09T12:35:25Z"
+	check("waking", report(map[string]any{"status": "CREATED", "state": "waking", "wakeRequestedAt": wake,
+		"etaAt": eta, "etaSeconds": float64(540)}))
 
 	// The view's RUNNING reaches the machine before the record is read.
 	h.advance(t, 6*time.Minute)
 	h.gpu.set(loadingPod())
-	loading := map[string]any{"status": "RUNNING", "isRunning": true, "state": "loading", "wakeRequestedAt": wake}
+	loading := map[string]any{"status": "RUNNING", "isRunning": true, "state": "loading", "wakeRequestedAt": wake,
+		"etaAt": eta, "etaSeconds": float64(180)}
 	check("loading", report(loading))
 
 	earlier := rfc3339(t0.Add(-61 * time.Second))
@@ -212,6 +219,9 @@ func neverReadyPod(t *testing.T, h *harness) {
 func TestPodReportAgrees(t *testing.T) {
 	const wake = "2026-09-09T12:26:25Z"
 	running := map[string]any{"status": "RUNNING", "isRunning": true, "wakeRequestedAt": wake}
+	// A wake in progress, read when it was requested: expected_wake to go.
+	const eta = "2026-09-09T12:35:25Z"
+	inProgress := map[string]any{"etaAt": eta, "etaSeconds": float64(540)}
 	with := func(base map[string]any, fields map[string]any) map[string]any {
 		m := report(base)
 		for k, v := range fields {
@@ -232,11 +242,11 @@ func TestPodReportAgrees(t *testing.T) {
 		{"waking, CREATED", func(t *testing.T, h *harness) {
 			wakeAsk(t, h)
 			h.gpu.set(creatingPod())
-		}, report(map[string]any{"status": "CREATED", "state": "waking", "wakeRequestedAt": wake}), nil, 1},
+		}, with(inProgress, map[string]any{"status": "CREATED", "state": "waking", "wakeRequestedAt": wake}), nil, 1},
 		{"RUNNING, no readySince", func(t *testing.T, h *harness) {
 			wakeAsk(t, h)
 			h.gpu.set(loadingPod())
-		}, with(running, map[string]any{"state": "loading"}), nil, 1},
+		}, with(with(running, inProgress), map[string]any{"state": "loading"}), nil, 1},
 		{"RUNNING, readySince of this wake", func(t *testing.T, h *harness) {
 			wakeAsk(t, h)
 			h.advance(t, 9*time.Minute)
@@ -249,7 +259,7 @@ func TestPodReportAgrees(t *testing.T) {
 		{"RUNNING, readySince of an earlier boot", func(t *testing.T, h *harness) {
 			wakeAsk(t, h)
 			h.gpu.set(readyPod(rfc3339(t0.Add(-61 * time.Second))))
-		}, with(running, map[string]any{"readySince": "2026-09-09T12:25:24Z", "state": "loading"}), nil, 1},
+		}, with(with(running, inProgress), map[string]any{"readySince": "2026-09-09T12:25:24Z", "state": "loading"}), nil, 1},
 		{"RUNNING after an answered turn, no readySince", readyByAnswer,
 			with(running, map[string]any{"state": "ready", "outcome": "ready", "ready": true}), nil, 1},
 		{"ready, then EXITED", func(t *testing.T, h *harness) {
@@ -279,7 +289,9 @@ func TestPodReportAgrees(t *testing.T) {
 			if diff := cmp.Diff(chatReply{Reply: replyStuck(20), SessionID: "s1"}, h.api.on(t).ask("s1", "hi")); diff != "" {
 				t.Fatalf("ask at 20 min (-want +got):\n%s", diff)
 			}
-		}, with(running, map[string]any{"state": "stuck"}), nil, 1},
+			// Past the estimate: when it was due, and no time left, never
+			// a negative one.
+		}, with(running, map[string]any{"state": "stuck", "etaAt": eta, "etaSeconds": float64(0)}), nil, 1},
 		{"refused", startOutcome(pluginapi.StartResult{Status: 409}, "wake refused for pod qwen: status=409"),
 			report(map[string]any{"state": "refused", "outcome": "refused", "wakeRequestedAt": wake}), nil, 1},
 		{"start failed", startOutcome(pluginapi.StartResult{Error: "ECONNREFUSED"}, "wake failed for pod qwen: ECONNREFUSED"),
@@ -444,5 +456,67 @@ func TestPodRoute(t *testing.T) {
 	}
 	if got := h.startsInTheEnd(t); got != 0 {
 		t.Errorf("%d starts, want 0", got)
+	}
+}
+
+// TestPodReportEstimate: with a wake log, GET /api/pods/qwen carries the
+// estimate measured from the pod's wakes, and for a wake in progress when
+// it is due and how long that is (never below zero); a resume that finds
+// the wake past its estimate hears that it is late, as an ask does.
+func TestPodReportEstimate(t *testing.T) {
+	h := newHarness(t)
+	// The harness's coordinator, over the same store, now with its log.
+	h.closeCoordinator(t)
+	h.coord = wake.New(wake.Config{
+		Pod: h.policy, Records: h.store, Wakes: h.store, GPU: h.gpu, Clock: h.clock, Logger: h.logger,
+		WatchPoll: 60 * time.Second, StartTimeout: 3 * time.Second,
+	})
+	h.resolver.SetObserver(h.coord)
+	h.api = h.serve(t, []string{"a"}, nil)
+	field := func(rep map[string]any, names ...string) []any {
+		var out []any
+		for _, n := range names {
+			out = append(out, rep[n])
+		}
+		return out
+	}
+	eta := func(step string, want ...any) {
+		t.Helper()
+		got := field(getPod(t, h.api, "qwen"), "state", "estimateSeconds", "estimateWakes", "etaAt", "etaSeconds")
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: state, estimateSeconds, estimateWakes, etaAt, etaSeconds (-want +got):\n%s", step, diff)
+		}
+	}
+
+	eta("nothing measured", "asleep", float64(540), float64(0), nil, nil)
+	// A wake ready 4 minutes after its request.
+	wakeAsk(t, h)
+	h.advance(t, 4*time.Minute)
+	h.gpu.set(readyPod(rfc3339(h.clock.Now())))
+	eta("after one 4-minute wake", "ready", float64(240), float64(1), nil, nil)
+
+	// An hour on it has stopped; the next wait turn wakes it, with the
+	// measured figure (the endpoint the resolver held answers 404 now; no
+	// watch runs, the wake being over).
+	h.gpu.set(asleepPod())
+	h.provA.set(fail(pluginapi.CompletionError{Status: 404, Message: "404 Not Found"}))
+	h.clock.Advance(time.Hour)
+	woke := h.clock.Now()
+	got := h.api.on(t).turn(waitReq("s1"))
+	if want := "The GPU woke and was ready at 12:30 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 4 minutes."; got.Reply != want {
+		t.Errorf("wait turn: %q, want %q", got.Reply, want)
+	}
+	h.waitStart(t)
+	eta("the second wake", "waking", float64(240), float64(1), rfc3339(woke.Add(4*time.Minute)), float64(240))
+	h.advance(t, 150*time.Second)
+	eta("2.5 min into it", "waking", float64(240), float64(1), rfc3339(woke.Add(4*time.Minute)), float64(90))
+
+	// 6 minutes in, past the estimate: nothing left, and the resume's reply
+	// says the wake is late.
+	h.advance(t, 210*time.Second)
+	eta("past the estimate", "waking", float64(240), float64(1), rfc3339(woke.Add(4*time.Minute)), float64(0))
+	res := h.api.turn(resumeReq("s1", got.PendingWake.Key))
+	if want := "Still waking — 6 min elapsed, taking longer than the usual 4 minutes. Ask again shortly."; res.Reply != want {
+		t.Errorf("resume past the estimate: %q, want %q", res.Reply, want)
 	}
 }

@@ -132,6 +132,7 @@ var propPolicyReplies = func() []*regexp.Regexp {
 	clockTime := `(\d{4}-\d{2}-\d{2} )?\d{2}:\d{2} UTC`
 	fields := map[string]string{
 		"ElapsedMinutes": `\d+`, "ExpectedMinutes": `\d+`, "LoadingMinutes": `\d+`, "IdleMinutes": `\d+`,
+		"EtaMinutes": `\d+`, "RemainingMinutes": `\d+`, "EtaAt": `(` + clockTime + `)?`,
 		"Status": `\d{3}`, "ReadyAt": clockTime, "WakeRequestedAt": clockTime,
 	}
 	var out []*regexp.Regexp
@@ -348,7 +349,7 @@ func (r *propRecords) keep(rec machines.Record) {
 }
 
 // UpdateRecord is the store's, with a change kept like PutRecord's.
-func (r *propRecords) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, error)) (before, after machines.Record, err error) {
+func (r *propRecords) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
 	before, after, err = r.Store.UpdateRecord(pod, fn)
 	if err != nil || after.Equal(before) {
 		return before, after, err

@@ -98,7 +98,7 @@ func TestChatRequestRejected(t *testing.T) {
 		{"pendingWake object with an unknown field", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":{"key":"k1","extra":1}}`,
 			400, `{"error":"unknown field \"pendingWake.extra\""}` + "\n", ""},
 		{"pendingWake object with a long unknown field", http.MethodPost, jsonCT, `{"message":"hi","sessionId":"s1","wakeMode":"resume","pendingWake":{"key":"k1","a b":1}}`,
-			400, `{"error":"unknown field (the fields are pendingWake.key, pendingWake.pod, pendingWake.provider, pendingWake.wakeRequestedAt, pendingWake.state)"}` + "\n", ""},
+			400, `{"error":"unknown field (the fields are pendingWake.key, pendingWake.pod, pendingWake.provider, pendingWake.wakeRequestedAt, pendingWake.state, pendingWake.events)"}` + "\n", ""},
 		{"message missing", http.MethodPost, jsonCT, `{"sessionId":"s1"}`,
 			400, `{"error":"message is required"}` + "\n", ""},
 		{"message null", http.MethodPost, jsonCT, `{"message":null}`,

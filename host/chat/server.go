@@ -10,9 +10,11 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/machines"
@@ -24,6 +26,7 @@ import (
 type Coordinator interface {
 	NotReady(ctx context.Context, pod, status, lookup string, modelLoading bool) (machines.Decision, error)
 	Record(pod string) (machines.Record, error)
+	Estimate(pod string) machines.Estimate
 }
 
 // PodView reports a pod as the conductor sees it; *resolve.Resolver is one.
@@ -52,6 +55,18 @@ type Config struct {
 	NoResend OnceFunc      // a completion that never re-sends an aborted attempt, for wait
 	Ready    func() error  // nil error when the host is ready (for /readyz)
 	NewToken func() string // session ids and pending keys; nil = crypto/rand
+	// Events pushes each pod's record changes to GET
+	// /api/pods/{name}/events; without it the stream answers 503.
+	Events Events
+	// Estimate is how long a wake of pod usually takes, for the stream's
+	// etaSeconds; nil leaves etaSeconds null.
+	Estimate func(pod string) time.Duration
+	// EventsKeepalive is how often an open event stream gets an SSE
+	// comment; default DefaultEventsKeepalive (15s).
+	EventsKeepalive time.Duration
+	// Metrics counts and times every POST /api/chat by its result; nil
+	// counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // OnceFunc is a completion call the caller chooses for a pinned turn:
@@ -81,6 +96,9 @@ func New(cfg Config) *Server {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = 1 << 20
 	}
+	if cfg.EventsKeepalive <= 0 {
+		cfg.EventsKeepalive = DefaultEventsKeepalive
+	}
 	s := &Server{cfg: cfg, maxMessage: math.MaxInt}
 	if cfg.Agent != nil {
 		s.maxMessage = cfg.Agent.MaxMessageBytes()
@@ -93,6 +111,7 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/chat", s.handleChat)
 	mux.HandleFunc("/api/pods/{name}", s.handlePod)
+	mux.HandleFunc("/api/pods/{name}/events", s.handleEvents)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		if !allow(w, r, http.MethodGet) {
 			return
@@ -129,8 +148,9 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 }
 
 // Wait returns when session has no turn in flight: a turn that answered
-// stores itself after its reply is sent, before its slot is released. For
-// callers that read a session's history outside a turn.
+// stores itself after its reply is sent, before its slot is released, and
+// every turn is counted in the metrics before that. For callers that read a
+// session's history (or the metrics) outside a turn.
 func (s *Server) Wait(ctx context.Context, session string) error {
 	return s.slots.wait(ctx, session)
 }
@@ -159,5 +179,5 @@ func noEndpoint(r *http.Request) string {
 	if plainPath.MatchString(r.URL.Path) {
 		return "no such endpoint: " + r.Method + " " + r.URL.Path
 	}
-	return "no such endpoint; the API is POST /api/chat, GET /api/pods/{name}, GET /healthz and GET /readyz"
+	return "no such endpoint; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"
 }

@@ -30,10 +30,10 @@ func TestWaitMode(t *testing.T) {
 			chatReply{Reply: replyWaking, SessionID: "s1", PendingWake: firstMarker()}, 0, 1},
 		{"model loading: holds the prompt, no wake", loadingPod(), fail(pluginapi.CompletionError{Status: 502, Message: "502 Bad Gateway"}),
 			chatReply{Reply: replyLoading, SessionID: "s1",
-				PendingWake: &pendingWake{Key: "tok-1", Pod: "qwen", Provider: "a", State: "loading"}}, 2, 0},
+				PendingWake: &pendingWake{Key: "tok-1", Pod: "qwen", Provider: "a", State: "loading", Events: "/api/pods/qwen/events"}}, 2, 0},
 		{"unreadable: holds the prompt, no wake", unreadablePod(), nil,
 			chatReply{Reply: replyUnreadable, SessionID: "s1",
-				PendingWake: &pendingWake{Key: "tok-1", Pod: "qwen", Provider: "a", State: "asleep"}}, 0, 0},
+				PendingWake: &pendingWake{Key: "tok-1", Pod: "qwen", Provider: "a", State: "asleep", Events: "/api/pods/qwen/events"}}, 0, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +72,7 @@ func TestWaitAgainReplacesTheMarker(t *testing.T) {
 
 	h.gpu.set(creatingPod())
 	h.advance(t, 3*time.Minute)
-	second := &pendingWake{Key: "tok-2", Pod: "qwen", Provider: "a", WakeRequestedAt: ptr("2026-09-09T12:26:25Z"), State: "waking"}
+	second := &pendingWake{Key: "tok-2", Pod: "qwen", Provider: "a", WakeRequestedAt: ptr("2026-09-09T12:26:25Z"), State: "waking", Events: "/api/pods/qwen/events"}
 	if diff := cmp.Diff(chatReply{Reply: replyStillWaking(3), SessionID: "s1", PendingWake: second}, h.api.turn(waitReq("s1"))); diff != "" {
 		t.Errorf("second wait (-want +got):\n%s", diff)
 	}

@@ -36,6 +36,12 @@ type Server struct {
 	Listen       string `toml:"listen"`         // host:port to listen on; default "127.0.0.1:8080"
 	DataDir      string `toml:"data_dir"`       // where the host keeps its state; default "data", relative to the config file's directory
 	MaxBodyBytes int64  `toml:"max_body_bytes"` // the largest request body accepted; default 1048576 (1 MiB)
+	// AdminListen is the host:port of a second HTTP server that serves the
+	// operators' surface (GET /metrics, the status page at GET /, and the
+	// pod event streams the page follows) and nothing else; the main
+	// listener then does not serve /metrics or the page. Default "": the
+	// main listener serves them.
+	AdminListen string `toml:"admin_listen"`
 }
 
 // Plugins says where the plugin binaries are.
@@ -57,7 +63,8 @@ type Timings struct {
 	WakeWindow        Duration `toml:"wake_window"`        // an ask within it waits, beyond it wakes again; default from machines.DefaultTimings
 	LoadingCeiling    Duration `toml:"loading_ceiling"`    // loading this long is called stuck; default from machines.DefaultTimings
 	WakeWatch         Duration `toml:"wake_watch"`         // a wake not ready by then is recorded never-ready; default from machines.DefaultTimings
-	WatchPoll         Duration `toml:"watch_poll"`         // how often a watched wake's pod is read; default 60s
+	WatchPoll         Duration `toml:"watch_poll"`         // how often a watched wake's pod is read; default 5s
+	ProbeInterval     Duration `toml:"probe_interval"`     // how often a watched wake's model is probed once its pod is RUNNING, and each probe's cap; default 1s
 	ExpectedWake      Duration `toml:"expected_wake"`      // how long a wake usually takes, for the replies; default from machines.DefaultTimings
 	PodIdleStop       Duration `toml:"pod_idle_stop"`      // how long the pod idles before it stops itself, for the replies; default from machines.DefaultTimings
 	ReadySlack        Duration `toml:"ready_slack"`        // a readySince this much before the wake still counts; default from machines.DefaultTimings
@@ -143,7 +150,8 @@ func DefaultConfig() Config {
 			WakeWindow:        Duration{t.WakeWindow},
 			LoadingCeiling:    Duration{t.LoadingCeiling},
 			WakeWatch:         Duration{t.WakeWatch},
-			WatchPoll:         Duration{60 * time.Second},
+			WatchPoll:         Duration{5 * time.Second},
+			ProbeInterval:     Duration{time.Second},
 			ExpectedWake:      Duration{t.ExpectedWake},
 			PodIdleStop:       Duration{t.PodIdleStop},
 			ReadySlack:        Duration{t.ReadySlack},

@@ -199,6 +199,7 @@ func TestMachineTimings(t *testing.T) {
 	c.Timings = Timings{
 		WakeWindow: Duration{1}, LoadingCeiling: Duration{2}, WakeWatch: Duration{3}, WatchPoll: Duration{4},
 		ExpectedWake: Duration{5}, PodIdleStop: Duration{6}, ReadySlack: Duration{7}, CompletionTimeout: Duration{8},
+		ProbeInterval: Duration{9},
 	}
 	want := machines.Timings{WakeWindow: 1, LoadingCeiling: 2, WakeWatch: 3, ExpectedWake: 5, PodIdleStop: 6, ReadySlack: 7}
 	if diff := cmp.Diff(want, c.MachineTimings()); diff != "" {
@@ -211,7 +212,7 @@ func TestParsedReplies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("DefaultConfig().ParsedReplies(): %v", err)
 	}
-	got, err := r.Render(machines.ReplyStillWaking, machines.ReplyData{ElapsedMinutes: 3, ExpectedMinutes: 9})
+	got, err := r.Render(machines.ReplyStillWaking, machines.ReplyData{ElapsedMinutes: 3, ExpectedMinutes: 9, EtaMinutes: 9})
 	if err != nil {
 		t.Fatal(err)
 	}

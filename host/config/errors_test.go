@@ -52,6 +52,11 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`line 3: unknown key "server.LISTEN"`},
 		},
 		{
+			name: "admin_listen on the main address: named with its line",
+			file: "[server]\nlisten = \"127.0.0.1:8080\"\nadmin_listen = \"127.0.0.1:8080\"\n",
+			want: []string{`line 3: server.admin_listen: must differ from server.listen (leave it empty to serve /metrics and the status page on server.listen)`},
+		},
+		{
 			name: "unknown key in a provider",
 			file: "[[providers]]\nname = \"qwen\"\npod = \"qwen\"\napi_key = \"not here\"\n",
 			want: []string{`line 4: unknown key "providers[0].api_key"`},

@@ -43,6 +43,7 @@ wake_window = "10m"
 loading_ceiling = "25m"
 wake_watch = "40m"
 watch_poll = "30s"
+probe_interval = "2s"
 expected_wake = "8m"
 pod_idle_stop = "20m"
 ready_slack = "2m"
@@ -88,6 +89,7 @@ cors_origins = ["https://chat.example.com", "http://localhost:3000"]
 [replies]
 waking = "w {{.ExpectedMinutes}}"
 still_waking = "sw {{.ElapsedMinutes}}"
+still_waking_late = "swl {{.EtaMinutes}} {{.RemainingMinutes}} {{.EtaAt}}"
 rewake = "rw"
 loading = "l"
 loading_waking = "lw {{.ElapsedMinutes}}"
@@ -156,6 +158,7 @@ func TestParse(t *testing.T) {
 						LoadingCeiling:    Duration{25 * time.Minute},
 						WakeWatch:         Duration{40 * time.Minute},
 						WatchPoll:         Duration{30 * time.Second},
+						ProbeInterval:     Duration{2 * time.Second},
 						ExpectedWake:      Duration{8 * time.Minute},
 						PodIdleStop:       Duration{20 * time.Minute},
 						ReadySlack:        Duration{2 * time.Minute},
@@ -188,7 +191,8 @@ func TestParse(t *testing.T) {
 						CORSOrigins: []string{"https://chat.example.com", "http://localhost:3000"},
 					},
 					Replies: map[machines.ReplyKey]string{
-						"waking": "w {{.ExpectedMinutes}}", "still_waking": "sw {{.ElapsedMinutes}}", "rewake": "rw",
+						"waking": "w {{.ExpectedMinutes}}", "still_waking": "sw {{.ElapsedMinutes}}",
+						"still_waking_late": "swl {{.EtaMinutes}} {{.RemainingMinutes}} {{.EtaAt}}", "rewake": "rw",
 						"loading": "l", "loading_waking": "lw {{.ElapsedMinutes}}", "stuck": "s {{.LoadingMinutes}}", "crashed": "c {{.ReadyAt}}",
 						"unreadable": "u", "ready_then_stopped": "rts {{.ReadyAt}} {{.IdleMinutes}}",
 						"never_ready": "nr {{.WakeRequestedAt}}", "refused": "r {{.Status}}", "wake_failed": "wf",

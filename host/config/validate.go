@@ -46,6 +46,13 @@ func (c Config) validate() []*Error {
 	if err := checkListen(c.Server.Listen); err != nil {
 		add(&Error{Key: "server.listen", Err: err})
 	}
+	if c.Server.AdminListen != "" {
+		if err := checkListen(c.Server.AdminListen); err != nil {
+			add(&Error{Key: "server.admin_listen", Err: err})
+		} else if c.Server.AdminListen == c.Server.Listen && !strings.HasSuffix(c.Server.Listen, ":0") {
+			add(problem("server.admin_listen", "must differ from server.listen (leave it empty to serve /metrics and the status page on server.listen)"))
+		}
+	}
 	if c.Server.DataDir == "" {
 		add(problem("server.data_dir", "must not be empty"))
 	}
@@ -88,6 +95,7 @@ func (c Config) validate() []*Error {
 	positive("timings.loading_ceiling", t.LoadingCeiling)
 	positive("timings.wake_watch", t.WakeWatch)
 	positive("timings.watch_poll", t.WatchPoll)
+	positive("timings.probe_interval", t.ProbeInterval)
 	positive("timings.expected_wake", t.ExpectedWake)
 	positive("timings.pod_idle_stop", t.PodIdleStop)
 	positive("timings.ready_slack", t.ReadySlack)
@@ -100,6 +108,9 @@ func (c Config) validate() []*Error {
 	}
 	if t.WakeWatch.Duration > 0 && t.WatchPoll.Duration > t.WakeWatch.Duration {
 		add(problem("timings.watch_poll", "must not be longer than timings.wake_watch (%v)", t.WakeWatch.Duration))
+	}
+	if t.WakeWatch.Duration > 0 && t.ProbeInterval.Duration > t.WakeWatch.Duration {
+		add(problem("timings.probe_interval", "must not be longer than timings.wake_watch (%v)", t.WakeWatch.Duration))
 	}
 
 	// [[providers]]

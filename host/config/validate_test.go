@@ -45,6 +45,18 @@ func TestValidate(t *testing.T) {
 			change: func(c *Config) { c.Server.Listen = "http://x:80" },
 			want:   []string{`server.listen: "http://x:80": must be host:port, such as "127.0.0.1:8080" or ":8080"`},
 		},
+		{name: "admin on another port", change: func(c *Config) { c.Server.AdminListen = "127.0.0.1:9090" }},
+		{name: "admin and main on any free port", change: func(c *Config) { c.Server.Listen, c.Server.AdminListen = "127.0.0.1:0", "127.0.0.1:0" }},
+		{
+			name:   "admin on the main address",
+			change: func(c *Config) { c.Server.AdminListen = c.Server.Listen },
+			want:   []string{"server.admin_listen: must differ from server.listen (leave it empty to serve /metrics and the status page on server.listen)"},
+		},
+		{
+			name:   "admin without a port",
+			change: func(c *Config) { c.Server.AdminListen = "127.0.0.1" },
+			want:   []string{`server.admin_listen: "127.0.0.1": must be host:port, such as "127.0.0.1:8080" or ":8080"`},
+		},
 		{
 			name:   "no data dir",
 			change: func(c *Config) { c.Server.DataDir = "" },
@@ -158,6 +170,7 @@ func TestValidate(t *testing.T) {
 				"timings.loading_ceiling: must be positive",
 				"timings.wake_watch: must be positive",
 				"timings.watch_poll: must be positive",
+				"timings.probe_interval: must be positive",
 				"timings.expected_wake: must be positive",
 				"timings.pod_idle_stop: must be positive",
 				"timings.ready_slack: must be positive",
@@ -187,6 +200,16 @@ func TestValidate(t *testing.T) {
 			name:   "watch poll longer than the watch",
 			change: func(c *Config) { c.Timings.WatchPoll = min(36) },
 			want:   []string{"timings.watch_poll: must not be longer than timings.wake_watch (35m0s)"},
+		},
+		{
+			name:   "negative probe interval",
+			change: func(c *Config) { c.Timings.ProbeInterval = Duration{-time.Second} },
+			want:   []string{"timings.probe_interval: must be positive"},
+		},
+		{
+			name:   "probe interval longer than the watch",
+			change: func(c *Config) { c.Timings.ProbeInterval = min(36) },
+			want:   []string{"timings.probe_interval: must not be longer than timings.wake_watch (35m0s)"},
 		},
 
 		// [[providers]]

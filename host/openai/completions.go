@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/wakeonchat/wakeonchat/engine"
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
@@ -32,60 +34,82 @@ type turn struct {
 	// started is true once a stream's head was sent: from then on every
 	// answer, a reply or an error, is told inside the stream.
 	started bool
+	// result is what the turn answered, for the turn metrics: answered, the
+	// policy's reply key, or an error class. A turn that answered nothing
+	// (a held request whose client left, a stream cut by its client) is
+	// client_left.
+	result string
 }
 
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
+	began := time.Now()
+	result := s.completions(w, r)
+	s.cfg.Metrics.Turn(metrics.DoorOpenAI, result, time.Since(began))
+}
+
+// completions serves one POST /v1/chat/completions and returns its result
+// for the turn metrics.
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) string {
 	w.Header().Set(wakeStateHeader, stateUnknown)
 	if !allow(w, r, http.MethodPost) {
-		return
+		return metrics.ResultMethodNotAllowed
+	}
+	refuse := func(e *apiError) string {
+		writeError(w, e)
+		return e.turnResult()
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			writeError(w, &apiError{kind: kindTooLarge, message: fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBody)})
-			return
+			return refuse(&apiError{kind: kindTooLarge, message: fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBody)})
 		}
-		writeError(w, badRequest("", "the body could not be read"))
-		return
+		return refuse(badRequest("", "the body could not be read"))
 	}
 	req, aerr := parseRequest(raw)
 	if aerr != nil {
-		writeError(w, aerr)
-		return
+		return refuse(aerr)
 	}
 	p, ok := s.byName[req.model]
 	if !ok {
-		writeError(w, modelNotFound(req.model))
-		return
+		return refuse(modelNotFound(req.model))
 	}
 	msgs, removed, err := s.cfg.Replies.strip(req.messages)
 	if err != nil {
-		writeError(w, &apiError{kind: kindInternal, message: "the messages could not be prepared"})
-		return
+		return refuse(&apiError{kind: kindInternal, message: "the messages could not be prepared"})
 	}
 	if removed > 0 {
 		s.cfg.Logger.Debug("openai: the host's own replies taken out of the messages", "provider", p.Name, "removed", removed)
 	}
 	t := &turn{w: w, r: r, rc: http.NewResponseController(w), req: req, p: p, body: req.forward(p.ModelName, msgs)}
+	s.run(t)
+	if t.result == "" {
+		return metrics.ResultClientLeft
+	}
+	return t.result
+}
+
+// run answers t: the model's answer, the policy's reply (at once or after a
+// hold), or an error.
+func (s *Server) run(t *turn) {
 	defer func() {
 		if v := recover(); v != nil {
-			s.cfg.Logger.Error("openai turn panicked", "provider", p.Name, "panic", fmt.Sprint(v))
+			s.cfg.Logger.Error("openai turn panicked", "provider", t.p.Name, "panic", fmt.Sprint(v))
 			s.fail(t, &apiError{kind: kindInternal, message: "the host failed on this request"})
 		}
 	}()
-
-	resp, err := p.Model.Stream(r.Context(), t.body)
+	ctx := t.r.Context()
+	resp, err := t.p.Model.Stream(ctx, t.body)
 	if err == nil {
 		s.relay(t, resp, stateReady)
 		return
 	}
-	nr, ok := s.wakeable(p, err)
+	nr, ok := s.wakeable(t.p, err)
 	if !ok {
 		s.failed(t, err)
 		return
 	}
-	d, err := s.cfg.Wake.NotReady(r.Context(), nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading)
+	d, err := s.cfg.Wake.NotReady(ctx, nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading)
 	if err != nil {
 		s.failed(t, err)
 		return
@@ -94,7 +118,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.hold(t, nr.Pod, d)
 		return
 	}
-	s.reply(t, d.Text, string(d.To))
+	s.reply(t, d)
 }
 
 // wakeable finds a not-ready error the machine may act on: retryable,
@@ -138,6 +162,7 @@ func (s *Server) failed(t *turn, err error) {
 // fail answers e: as its status before a stream's head, as an error event
 // inside the stream after it.
 func (s *Server) fail(t *turn, e *apiError) {
+	t.result = e.turnResult()
 	if !t.started {
 		t.w.Header().Set(wakeStateHeader, s.state(t.p))
 		writeError(t.w, e)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 )
 
 // kind is a class of error the door answers, mapped to its status, type
@@ -30,17 +32,18 @@ type errorClass struct {
 	// noRetry sets x-should-retry: false: the SDKs retry 408, 409, 429
 	// and 5xx, and a retry of this one cannot help.
 	noRetry bool
+	result  string // the turn metrics' error class
 }
 
 var errorClasses = map[kind]errorClass{
-	kindBadRequest:     {status: http.StatusBadRequest, typ: "invalid_request_error"},
-	kindModelNotFound:  {status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found"},
+	kindBadRequest:     {status: http.StatusBadRequest, typ: "invalid_request_error", result: metrics.ResultBadRequest},
+	kindModelNotFound:  {status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found", result: metrics.ResultModelNotFound},
 	kindUnauthorized:   {status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key"},
 	kindNotFound:       {status: http.StatusNotFound, typ: "invalid_request_error", code: "unknown_url"},
-	kindMethod:         {status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed"},
-	kindTooLarge:       {status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large"},
-	kindProviderFailed: {status: http.StatusBadGateway, typ: "api_error", code: "provider_failed"},
-	kindInternal:       {status: http.StatusInternalServerError, typ: "api_error", code: "internal_error", noRetry: true},
+	kindMethod:         {status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed", result: metrics.ResultMethodNotAllowed},
+	kindTooLarge:       {status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large", result: metrics.ResultTooLarge},
+	kindProviderFailed: {status: http.StatusBadGateway, typ: "api_error", code: "provider_failed", result: metrics.ResultProviderFailed},
+	kindInternal:       {status: http.StatusInternalServerError, typ: "api_error", code: "internal_error", noRetry: true, result: metrics.ResultInternalError},
 }
 
 // apiError is an error the door answers in the OpenAI shape. message is
@@ -72,6 +75,15 @@ func (e *apiError) class() errorClass {
 	}
 	c.noRetry = c.noRetry || e.noRetry
 	return c
+}
+
+// turnResult is the turn metrics' class of a completion answered with e: a
+// model's own error relayed is model_error.
+func (e *apiError) turnResult() string {
+	if e.status != 0 {
+		return metrics.ResultModelError
+	}
+	return errorClasses[e.kind].result
 }
 
 func badRequest(param, message string) *apiError {

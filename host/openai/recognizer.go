@@ -38,15 +38,17 @@ const (
 	markPod             = "\x00pod\x00"
 	markReadyAt         = "\x00readyAt\x00"
 	markWakeRequestedAt = "\x00wakeRequestedAt\x00"
+	markEtaAt           = "\x00etaAt\x00"
 )
 
-var intMarks = []int{918273645, 918273647, 918273649, 918273651, 918273653}
+var intMarks = []int{918273645, 918273647, 918273649, 918273651, 918273653, 918273655, 918273657}
 
 // fieldPatterns is what each marker matches.
 var fieldPatterns = map[string]string{
 	markPod:             `[a-z0-9-]{1,63}`,
 	markReadyAt:         `(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2} UTC`,
 	markWakeRequestedAt: `(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2} UTC`,
+	markEtaAt:           `(?:(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2} UTC)?`, // "" when no wake is in progress
 }
 
 func init() {
@@ -61,6 +63,7 @@ func NewRecognizer(texts map[machines.ReplyKey]string) (*Recognizer, error) {
 	data := machines.ReplyData{
 		Pod: markPod, ElapsedMinutes: intMarks[0], ExpectedMinutes: intMarks[1], LoadingMinutes: intMarks[2],
 		IdleMinutes: intMarks[3], ReadyAt: markReadyAt, WakeRequestedAt: markWakeRequestedAt, Status: intMarks[4],
+		EtaMinutes: intMarks[5], RemainingMinutes: intMarks[6], EtaAt: markEtaAt,
 	}
 	marks := make([]string, 0, len(fieldPatterns))
 	for m := range fieldPatterns {

@@ -24,6 +24,9 @@ func TestRecognizerKnowsEveryReply(t *testing.T) {
 		machines.SampleReplyData(),
 		{Pod: "llama-70b", ElapsedMinutes: 0, ExpectedMinutes: 12, LoadingMinutes: 125, IdleMinutes: 5,
 			ReadyAt: machines.FormatClock(now, now), WakeRequestedAt: machines.FormatClock(now.Add(-48*time.Hour), now), Status: 503},
+		{Pod: "qwen", ElapsedMinutes: 6, ExpectedMinutes: 9, EtaMinutes: 4, RemainingMinutes: 0,
+			EtaAt: machines.FormatClock(now.Add(-2*time.Minute), now), ReadyAt: machines.FormatClock(now, now),
+			WakeRequestedAt: machines.FormatClock(now.Add(-6*time.Minute), now), Status: 409},
 	}
 	for _, k := range machines.ReplyKeys {
 		for _, d := range data {
@@ -59,6 +62,19 @@ func TestRecognizerCustomReplies(t *testing.T) {
 	}
 	if !rec.Is("Patience (4/9 min) [qwen].") || rec.Is("Patience (4/9 min) [qwen]. Really.") {
 		t.Error("the custom still_waking is not told apart")
+	}
+	// The estimate's fields: a time to go and a clock time, or none.
+	texts[machines.ReplyWaking] = "Up in {{.RemainingMinutes}} of {{.EtaMinutes}} min, by {{.EtaAt}}."
+	if rec, err = openai.NewRecognizer(texts); err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"Up in 3 of 4 min, by 12:39 UTC.", "Up in 0 of 4 min, by 2026-09-10 00:02 UTC.", "Up in 0 of 9 min, by ."} {
+		if !rec.Is(text) {
+			t.Errorf("%q is not recognised", text)
+		}
+	}
+	if rec.Is("Up in 3 of 4 min, by tomorrow.") {
+		t.Error("a text that only looks like the custom waking is recognised")
 	}
 }
 

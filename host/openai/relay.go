@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
@@ -41,6 +42,7 @@ func (s *Server) relay(t *turn, resp *pluginapi.StreamResponse, state string) {
 		}
 		t.w.Header().Set(wakeStateHeader, state)
 		writeBytes(t.w, http.StatusOK, ct, body)
+		t.result = metrics.ResultAnswered
 		return
 	}
 	if !t.started {
@@ -60,6 +62,7 @@ func (s *Server) relay(t *turn, resp *pluginapi.StreamResponse, state string) {
 		}
 		switch {
 		case errors.Is(err, io.EOF):
+			t.result = metrics.ResultAnswered
 			return
 		case err != nil:
 			if t.r.Context().Err() == nil {
@@ -80,6 +83,7 @@ func (s *Server) brokeOff(t *turn, err error) {
 		msg = "the model provider failed: the answer stopped before its end"
 	}
 	s.fail(t, &apiError{kind: kindProviderFailed, noRetry: true, message: msg})
+	t.result = metrics.ResultBrokeOff
 }
 
 // head writes a stream's status and headers, sent now when flush is set

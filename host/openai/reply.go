@@ -3,6 +3,8 @@ package openai
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/wakeonchat/wakeonchat/machines"
 )
 
 // The door's own answers: a status reply as an assistant message, in the
@@ -61,10 +63,13 @@ type delta struct {
 
 var null = json.RawMessage("null")
 
-// reply answers text as the assistant's message: a chat.completion, or a
-// complete chunk sequence for a stream (inside the stream when its head
-// was sent already, as after a hold). state is X-Wake-State.
-func (s *Server) reply(t *turn, text, state string) {
+// reply answers the policy's decision d, its text as the assistant's
+// message: a chat.completion, or a complete chunk sequence for a stream
+// (inside the stream when its head was sent already, as after a hold). Its
+// state is X-Wake-State.
+func (s *Server) reply(t *turn, d machines.Decision) {
+	t.result = string(d.Reply)
+	text, state := d.Text, string(d.To)
 	id := "chatcmpl-wake-" + s.cfg.NewID()
 	created := s.cfg.Clock.Now().Unix()
 	model := t.p.Name

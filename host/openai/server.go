@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/events"
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
@@ -50,6 +52,13 @@ type PodView interface {
 	Lookup(ctx context.Context) (resolve.Resolution, error)
 }
 
+// Events pushes each pod's record changes; *events.Hub is one. Neither call
+// asks the conductor anything.
+type Events interface {
+	Subscribe(pod string) (events.Update, *events.Subscription)
+	Current(pod string) events.Update
+}
+
 // Config wires a Server. Providers and Wake are required; without Replies
 // no message is taken out.
 type Config struct {
@@ -71,17 +80,20 @@ type Config struct {
 	CORSOrigins []string
 	// Hold holds a request that finds the model not ready while the pod
 	// wakes, up to HoldMax, sending an SSE comment every Keepalive on a
-	// stream. Without it the request is answered at once.
+	// stream. Without it the request is answered at once. Hold requires
+	// Events: a held request learns readiness from the pod's changes, and
+	// asks the conductor nothing.
 	Hold      bool
 	HoldMax   time.Duration
 	Keepalive time.Duration
-	// HoldPoll is how often a held request asks the conductor whether the
-	// model is ready; default 5s.
-	HoldPoll time.Duration
+	Events    Events
 	// WriteTimeout caps each write of a relayed answer (a stream may last
 	// longer than the server's own write timeout); default 2m.
 	WriteTimeout time.Duration
 	NewID        func() string // completion ids of the door's own answers; nil = crypto/rand
+	// Metrics counts and times every POST /v1/chat/completions by its
+	// result, and the requests held; nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // Server serves the door. Create it with New.
@@ -92,7 +104,8 @@ type Server struct {
 	cors   *cors
 }
 
-// New returns a Server for cfg.
+// New returns a Server for cfg. It panics when Hold is set without Events:
+// that is a wiring mistake, not a runtime condition.
 func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -106,8 +119,8 @@ func New(cfg Config) *Server {
 	if cfg.Created.IsZero() {
 		cfg.Created = cfg.Clock.Now()
 	}
-	if cfg.HoldPoll <= 0 {
-		cfg.HoldPoll = 5 * time.Second
+	if cfg.Hold && cfg.Events == nil {
+		panic("openai: Config.Hold without Config.Events")
 	}
 	if cfg.Keepalive <= 0 {
 		cfg.Keepalive = 15 * time.Second

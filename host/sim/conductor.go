@@ -89,6 +89,7 @@ func (s *Sim) handleGet(w http.ResponseWriter, r *http.Request) {
 	p := s.pods[r.PathValue("name")]
 	var v PodView
 	if p != nil {
+		p.lookups++
 		v = s.view(p, s.clock.Now(), s.baseURL(r))
 	}
 	s.mu.Unlock()

@@ -45,7 +45,8 @@
 // Model, at a pod's proxyUrl:
 //
 //	POST /v1/chat/completions    200 OpenAI chat.completion, content "echo: " + last message
-//	GET  /v1/models              200 vLLM model list; the model id is the pod name
+//	GET  /v1/models              200 vLLM model list; the model id is the pod name (the
+//	                             provider plugin's probe asks it; it is no activity)
 //	GET  /health                 200 empty body, like vLLM
 //
 // Every proxy path answers 404 (plain text) unless its pod id is the pod's

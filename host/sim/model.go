@@ -52,6 +52,7 @@ func (s *Sim) proxied(podID string, touch bool) (gate, string) {
 	case phaseReady:
 		if touch {
 			p.cur.lastActivity = now
+			p.cur.answered++
 		}
 		return gateReady, p.name
 	}

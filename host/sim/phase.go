@@ -21,6 +21,7 @@ type wake struct {
 	readyAt      time.Time // the model starts answering; zero = never (NeverReady)
 	stoppedAt    time.Time // explicit stop; zero = none
 	lastActivity time.Time // last answered completion; zero = none
+	answered     int       // completions answered on this wake
 }
 
 // podState is what a wake looks like at one instant.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -43,8 +44,10 @@ type Sim struct {
 // pod is one named pod and its test controls.
 type pod struct {
 	name        string
-	cur         *wake  // the latest wake; nil before the first start
-	lastPodID   string // the last pod that came to exist, shown while a new one is created
+	cur         *wake   // the latest wake; nil before the first start
+	past        []*wake // every wake before cur, oldest first
+	lookups     int     // GET /api/pods/{name} requests
+	lastPodID   string  // the last pod that came to exist, shown while a new one is created
 	starts      int
 	forceStart  int
 	forceLookup string
@@ -153,6 +156,54 @@ func (s *Sim) StartRequests(name string) int {
 	return 0
 }
 
+// Lookups is how many GET /api/pods/{name} requests pod has received. 0 for
+// a pod the Sim does not serve.
+func (s *Sim) Lookups(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.pods[name]; p != nil {
+		return p.lookups
+	}
+	return 0
+}
+
+// WakeReport is one wake of a pod as the Sim ran it.
+type WakeReport struct {
+	PodID     string
+	StartedAt time.Time // the start request that began it
+	// ReadyAt is when the model could first answer; zero if it never could.
+	ReadyAt time.Time
+	// EndedAt is when the pod stopped (idle stop or an explicit stop); zero
+	// while it is still up.
+	EndedAt time.Time
+	// Answered is how many completions the model answered on this wake.
+	Answered int
+}
+
+// Wakes lists every wake of pod so far, oldest first. nil for a pod the Sim
+// does not serve.
+func (s *Sim) Wakes(name string) []WakeReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pods[name]
+	if p == nil {
+		return nil
+	}
+	now := s.clock.Now()
+	var out []WakeReport
+	for _, w := range append(slices.Clip(p.past), p.cur) {
+		if w == nil {
+			continue
+		}
+		r := WakeReport{PodID: w.podID, StartedAt: w.startedAt, ReadyAt: w.readyAt, Answered: w.answered}
+		if end := w.end(s.tm); !end.IsZero() && !now.Before(end) {
+			r.EndedAt = end
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 // ForceStartStatus makes start on pod answer status (e.g. 401, 409, 503) and
 // start nothing; the request is still counted. 0 restores normal starts.
 // It panics on an unknown pod or a status outside 200-599.
@@ -241,6 +292,9 @@ func (s *Sim) begin(p *pod, now time.Time) *wake {
 		if st.created {
 			p.lastPodID = p.cur.podID
 		}
+	}
+	if p.cur != nil {
+		p.past = append(p.past, p.cur)
 	}
 	s.seq++
 	id := "pod-" + strconv.Itoa(s.seq)

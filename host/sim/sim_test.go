@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -281,5 +283,39 @@ func TestScale(t *testing.T) {
 	}
 	if got, want := s.Snapshot("qwen").ReadySince, "2026-09-09T12:26:45Z"; got != want {
 		t.Errorf("readySince = %q, want %q (20 s after the start)", got, want)
+	}
+}
+
+// TestWakesAndLookups: Wakes lists each wake with when it started, when its
+// model could first answer, when it stopped and what it answered; Lookups
+// counts the conductor reads.
+func TestWakesAndLookups(t *testing.T) {
+	clk := sim.NewManualClock(t0)
+	s := startSim(t, sim.Config{Clock: clk, NoStartHold: true})
+	if got := s.Wakes("qwen"); len(got) != 0 {
+		t.Fatalf("Wakes before any start = %v, want none", got)
+	}
+	do(t, http.MethodPost, s.URL()+"/api/pods/qwen/start", "{}")
+	clk.Set(t0.Add(10 * time.Minute)) // ready since 9m
+	v := s.Snapshot("qwen")
+	do(t, http.MethodPost, v.ProxyURL+"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`)
+	do(t, http.MethodPost, v.ProxyURL+"/v1/chat/completions", `{"messages":[{"role":"user","content":"hi"}]}`)
+	clk.Set(t0.Add(40 * time.Minute)) // idle since 10m: stopped at 25m
+	do(t, http.MethodGet, s.URL()+"/api/pods/qwen", "")
+	do(t, http.MethodPost, s.URL()+"/api/pods/qwen/start", "{}")
+	do(t, http.MethodGet, s.URL()+"/api/pods/qwen", "")
+
+	want := []sim.WakeReport{
+		{PodID: "pod-1", StartedAt: t0, ReadyAt: t0.Add(9 * time.Minute), EndedAt: t0.Add(25 * time.Minute), Answered: 2},
+		{PodID: "pod-2", StartedAt: t0.Add(40 * time.Minute), ReadyAt: t0.Add(49 * time.Minute)},
+	}
+	if diff := cmp.Diff(want, s.Wakes("qwen")); diff != "" {
+		t.Errorf("Wakes (-want +got):\n%s", diff)
+	}
+	if got := s.Lookups("qwen"); got != 2 {
+		t.Errorf("Lookups = %d, want 2 (Snapshot is not a lookup)", got)
+	}
+	if s.Wakes("nope") != nil || s.Lookups("nope") != 0 {
+		t.Error("an unknown pod has wakes or lookups")
 	}
 }

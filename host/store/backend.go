@@ -17,6 +17,7 @@ import (
 // returns an error wrapping ErrClosed.
 type Backend interface {
 	Records
+	WakeLog
 	History
 	Pendings
 	Retainer
@@ -42,13 +43,34 @@ type Records interface {
 	// pod's record and stores what fn returns unless it is Equal to what fn
 	// was given (most asks change nothing, and cost no write); a change is
 	// decided under a lock on the pod that holds across every host sharing
-	// the store. fn may run more than once (PostgreSQL runs it on a plain
-	// read first, and again under the lock when it changed something), so
-	// it must only decide. It returns the record fn was last given and the
-	// one stored after, as a read would give it back. When fn fails nothing
-	// is stored and fn's error is returned as it is. fn must not call the
-	// store.
-	UpdateRecord(pod string, fn func(machines.Record) (machines.Record, error)) (before, after machines.Record, err error)
+	// the store. When fn also returns a wake log entry, a changed record is
+	// stored with it in one transaction, as PutRecordWake does (an entry
+	// with an unchanged record is not stored). fn may run more than once
+	// (PostgreSQL runs it on a plain read first, and again under the lock
+	// when it changed something), so it must only decide. It returns the
+	// record fn was last given and the one stored after, as a read would
+	// give it back: the entry of fn's last run was stored exactly when they
+	// differ. When fn fails nothing is stored and fn's error is returned as
+	// it is. fn must not call the store.
+	UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error)
+}
+
+// WakeLog keeps each pod's log of wakes: one machines.Wake per wake whose
+// outcome is known (its phases, outcome and whether it served a turn), the
+// newest WakeLogSize by request time. An entry is only ever stored with the
+// record whose change it logs, in one transaction, so that a crash never
+// leaves an outcome in the record that the log lacks. The estimate of how
+// long a pod's wakes take (host/wake) and the status page read it.
+type WakeLog interface {
+	// PutRecordWake stores r, as PutRecord does, and w in r.Pod's wake
+	// log, in one transaction: w replaces the entry of the same wake (its
+	// RequestedAt) or is added, and the log then keeps its newest
+	// WakeLogSize entries. An empty w.Pod is r.Pod; another is an error,
+	// and so is a zero RequestedAt.
+	PutRecordWake(r machines.Record, w machines.Wake) error
+	// Wakes returns pod's wake log, oldest first (by request time), its
+	// times in UTC; none for a pod with no logged wake.
+	Wakes(pod string) ([]machines.Wake, error)
 }
 
 // History keeps each session's turns: what host/agent sends with a turn and

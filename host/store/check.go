@@ -145,6 +145,26 @@ func readRecords(tx *bolt.Tx) error {
 			return err
 		}
 	}
+	if b := tx.Bucket(bucketWakes); b != nil {
+		err := b.ForEach(func(pod, v []byte) error {
+			log := b.Bucket(pod)
+			if v != nil || log == nil {
+				return fmt.Errorf("wake log of pod %s is not a bucket", quoteKey(pod))
+			}
+			return log.ForEach(func(k, v []byte) error {
+				if len(k) != 8 {
+					return fmt.Errorf("wake log of pod %s has a key of %d bytes, want 8", quoteKey(pod), len(k))
+				}
+				if v == nil || !json.Valid(v) {
+					return fmt.Errorf("wake log of pod %s entry %x is not JSON", quoteKey(pod), k)
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return err
+		}
+	}
 	sessions := tx.Bucket(bucketSessions)
 	if sessions == nil {
 		return nil

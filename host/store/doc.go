@@ -11,7 +11,12 @@
 //   - each session's pending wake marker, the note a wakeMode "wait" turn
 //     leaves so the client can come back with its prompt once the model is
 //     ready;
-//   - one wake-policy record (a machines.Record) per pod.
+//   - one wake-policy record (a machines.Record) per pod;
+//   - each pod's wake log: one machines.Wake per wake whose outcome is known
+//     (its phases, outcome and whether it served a turn), the newest
+//     WakeLogSize of them, written with the record in one transaction
+//     (PutRecordWake). The estimate of how long the pod's wakes take is read
+//     from it.
 //
 // What it must never store: the prompt of a pending turn (a Pending has no
 // field for it by design; the client holds its prompt until the model is
@@ -30,6 +35,9 @@
 //	                             before it was kept)
 //	pending/<session>            JSON Pending
 //	pods/<pod>                   JSON machines.Record
+//	wakes/<pod>/<requested>      JSON machines.Wake; the key is the wake's
+//	                             request time, big-endian Unix nanoseconds
+//	                             (absent in stores from before the log)
 //
 // AppendTurn never drops anything, and History reads only the last N
 // messages with a cursor from the end, so a long history costs disk, not

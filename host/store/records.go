@@ -44,10 +44,9 @@ func (s *Store) PutRecord(r machines.Record) error {
 	if r.Pod == "" {
 		return errNoPod
 	}
-	r = stored(r)
-	v, err := json.Marshal(r)
+	v, err := encodeRecord(r)
 	if err != nil {
-		return fmt.Errorf("store: record of pod %q: %w", r.Pod, err)
+		return err
 	}
 	return s.update(func(tx *bolt.Tx) error {
 		b, err := bucket(tx, bucketPods)
@@ -79,6 +78,15 @@ func (s *Store) Records() ([]machines.Record, error) {
 	return rs, nil
 }
 
+// encodeRecord is r as the store keeps it: JSON, its times in UTC.
+func encodeRecord(r machines.Record) ([]byte, error) {
+	v, err := json.Marshal(stored(r))
+	if err != nil {
+		return nil, fmt.Errorf("store: record of pod %q: %w", r.Pod, err)
+	}
+	return v, nil
+}
+
 func decodeRecord(pod string, v []byte) (machines.Record, error) {
 	var r machines.Record
 	if err := json.Unmarshal(v, &r); err != nil {
@@ -89,11 +97,13 @@ func decodeRecord(pod string, v []byte) (machines.Record, error) {
 
 // UpdateRecord runs fn on pod's record under the pod's lock and stores what
 // fn returns unless it is Equal to what fn was given (an ask that changes
-// nothing costs no write, and no fsync). It returns the record fn was given
-// and the one now stored; when fn fails nothing is stored and its error is
-// returned as it is. One process holds the file, so an in-process lock per
-// pod is a lock across every writer; PutRecord does not take it.
-func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, error)) (before, after machines.Record, err error) {
+// nothing costs no write, and no fsync); the wake log entry fn names, if
+// any, is stored with it in one transaction (PutRecordWake). It returns the
+// record fn was given and the one now stored; when fn fails nothing is
+// stored and its error is returned as it is. One process holds the file, so
+// an in-process lock per pod is a lock across every writer; PutRecord does
+// not take it.
+func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
 	if pod == "" {
 		return machines.Record{}, machines.Record{}, errNoPod
 	}
@@ -103,7 +113,7 @@ func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Reco
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err
 	}
-	next, err := fn(rec)
+	next, w, err := fn(rec)
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err
 	}
@@ -113,7 +123,12 @@ func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Reco
 	if next.Pod != pod {
 		return machines.Record{}, machines.Record{}, fmt.Errorf("store: update of pod %s returned a record of pod %q", pod, next.Pod)
 	}
-	if err := s.PutRecord(next); err != nil {
+	if w != nil {
+		err = s.PutRecordWake(next, *w)
+	} else {
+		err = s.PutRecord(next)
+	}
+	if err != nil {
 		return machines.Record{}, machines.Record{}, err
 	}
 	return rec, stored(next), nil
@@ -124,6 +139,7 @@ func stored(r machines.Record) machines.Record {
 	r.WakeRequestedAt = utc(r.WakeRequestedAt)
 	r.ModelLoadingSince = utc(r.ModelLoadingSince)
 	r.ReadyAt = utc(r.ReadyAt)
+	r.RunningAt = utc(r.RunningAt)
 	return r
 }
 

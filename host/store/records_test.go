@@ -17,6 +17,8 @@ func fullRecord(pod string, wake time.Time) machines.Record {
 		ModelLoadingSince: wake.Add(90 * time.Second),
 		ReadyAt:           wake.Add(4 * time.Minute),
 		RefusedStatus:     409,
+		RunningAt:         wake.Add(3 * time.Minute),
+		Served:            true,
 	}
 }
 

@@ -110,7 +110,7 @@ func (o Options) Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bucketSessions, bucketPending, bucketPods} {
+		for _, name := range [][]byte{bucketSessions, bucketPending, bucketPods, bucketWakes} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("bucket %s: %w", name, err)
 			}

@@ -38,7 +38,9 @@
 // crash is StartResult{Error: "plugin unavailable"}, not an error. Complete
 // is never retried (the payload may be what crashed the model): a crash is
 // &pluginapi.CompletionError{Message: "provider plugin crashed"}, a plain
-// provider failure whose outcome is unknown.
+// provider failure whose outcome is unknown. Probe is never retried either
+// (its caller probes again a moment later): a crash is an error saying so,
+// and the plugin is relaunched.
 //
 // The package must not decide anything about pods or wakes (that is the
 // host's policy), must not read the host's environment on a plugin's

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
@@ -32,6 +33,12 @@ func NewGPU(spec Spec) *GPU {
 // retried once; a second crash, a failed launch, or a closed GPU is an
 // error. The caller's cancellation is an error wrapping ctx's.
 func (g *GPU) GetPod(ctx context.Context, name string) (pluginapi.Pod, error) {
+	pod, err := g.getPod(ctx, name)
+	g.p.spec.Metrics.ConductorRequest(metrics.KindGet, getResult(ctx, pod, err))
+	return pod, err
+}
+
+func (g *GPU) getPod(ctx context.Context, name string) (pluginapi.Pod, error) {
 	for attempt := 1; ; attempt++ {
 		impl, gen, err := g.p.get(ctx)
 		if err != nil {
@@ -85,15 +92,23 @@ func (g *GPU) StopPod(ctx context.Context, name string) (pluginapi.StartResult, 
 func (g *GPU) lifecycle(ctx context.Context, op, name string,
 	call func(pluginapi.GPU, context.Context, string) (pluginapi.StartResult, error),
 ) (pluginapi.StartResult, error) {
+	r, err := g.lifecycleCall(ctx, op, name, call)
+	g.p.spec.Metrics.ConductorRequest(op, startResult(r, err))
+	return r, err
+}
+
+func (g *GPU) lifecycleCall(ctx context.Context, op, name string,
+	call func(pluginapi.GPU, context.Context, string) (pluginapi.StartResult, error),
+) (pluginapi.StartResult, error) {
 	impl, gen, err := g.p.get(ctx)
 	switch {
 	case errors.Is(err, ErrClosed):
-		return pluginapi.StartResult{Error: "plugin closed"}, nil
+		return pluginapi.StartResult{Error: errPluginClosed}, nil
 	case err != nil && ctx.Err() != nil:
 		return pluginapi.StartResult{}, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, ctx.Err())
 	case err != nil:
 		g.p.log.Error("gpu plugin unavailable", "op", op, "pod", name, "error", g.p.scrub(err.Error()))
-		return pluginapi.StartResult{Error: "plugin unavailable"}, nil
+		return pluginapi.StartResult{Error: errPluginUnavailable}, nil
 	}
 	r, err := call(impl.(pluginapi.GPU), ctx, name)
 	switch {
@@ -105,12 +120,55 @@ func (g *GPU) lifecycle(ctx context.Context, op, name string,
 		// may): whether the request went out is unknown.
 		return pluginapi.StartResult{}, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, err)
 	case g.p.isClosed():
-		return pluginapi.StartResult{Error: "plugin closed"}, nil
+		return pluginapi.StartResult{Error: errPluginClosed}, nil
 	case g.p.isCrash(ctx, gen, err):
 		g.p.crashed(gen, err)
 		return pluginapi.StartResult{}, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, ErrCrashedDuringCall)
 	default:
 		g.p.log.Error("gpu plugin failed a call it must not fail", "op", op, "pod", name, "error", g.p.scrub(err.Error()))
-		return pluginapi.StartResult{Error: "plugin error"}, nil
+		return pluginapi.StartResult{Error: errPluginError}, nil
 	}
+}
+
+// The plugin's own words for a start it could not make (see StartPod).
+const (
+	errPluginUnavailable = "plugin unavailable"
+	errPluginClosed      = "plugin closed"
+	errPluginError       = "plugin error"
+)
+
+// getResult is a GetPod's result label for the conductor metric.
+func getResult(ctx context.Context, pod pluginapi.Pod, err error) string {
+	var le *pluginapi.LookupError
+	switch {
+	case err == nil && pod.Lookup == pluginapi.LookupNotFound:
+		return metrics.ConductorNotFound
+	case err == nil && pod.Lookup == pluginapi.LookupUnreadable:
+		return metrics.ConductorUnreadable
+	case err == nil:
+		return metrics.ConductorFound
+	case errors.As(err, &le):
+		return metrics.ConductorLookupFailed
+	case ctx.Err() != nil:
+		return metrics.ConductorCanceled
+	}
+	return metrics.ConductorPluginError
+}
+
+// startResult is a StartPod's (or StopPod's) result label for the
+// conductor metric.
+func startResult(r pluginapi.StartResult, err error) string {
+	switch {
+	case err != nil: // whether it went out is unknown
+		return metrics.ConductorLost
+	case r.Requested && r.TimedOut:
+		return metrics.ConductorInFlight
+	case r.Requested:
+		return metrics.ConductorAccepted
+	case r.Error == errPluginUnavailable || r.Error == errPluginClosed || r.Error == errPluginError:
+		return metrics.ConductorPluginError
+	case r.Status != 0:
+		return metrics.ConductorRefused
+	}
+	return metrics.ConductorNotSent
 }

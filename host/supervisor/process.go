@@ -320,6 +320,7 @@ func (p *process) relaunch() bool {
 		case err == nil:
 			p.installLocked(inst)
 			p.mu.Unlock()
+			p.spec.Metrics.PluginRelaunched(p.spec.Name)
 			p.log.Info("plugin relaunched", "attempt", attempt, "pid", inst.pid)
 			return true
 		}
@@ -330,6 +331,7 @@ func (p *process) relaunch() bool {
 		if closed {
 			return false
 		}
+		p.spec.Metrics.PluginRelaunchFailed(p.spec.Name)
 		p.log.Error("plugin relaunch failed", "attempt", attempt, "next_delay", relaunchDelay(attempt+1), "error", p.scrub(err.Error()))
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+
+	"github.com/wakeonchat/wakeonchat/host/metrics"
 )
 
 // Spec says how to launch one plugin.
@@ -28,6 +30,9 @@ type Spec struct {
 	// Logger receives the plugin's log lines, each at its own level, and
 	// the supervisor's own lines about the plugin. Nil discards them.
 	Logger *slog.Logger
+	// Metrics counts the plugin's relaunches and, for a GPU plugin, the
+	// requests to the conductor. Nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
 // ErrClosed is returned by calls made after Close.

@@ -28,18 +28,42 @@ var ErrClosed = errors.New("wake: coordinator closed")
 // store backend implements.
 type Records = store.Records
 
-// Config configures a Coordinator. Every field but Clock and Logger is
-// required: the host's defaults are its config's (host/config), and exist
-// nowhere else.
+// WakeLog is where the Coordinator reads each pod's log of wakes
+// (store.WakeLog, which every store backend implements). It writes the
+// entries through Records.UpdateRecord, with the records whose changes
+// they log.
+type WakeLog interface {
+	// Wakes returns pod's wake log, oldest first.
+	Wakes(pod string) ([]machines.Wake, error)
+}
+
+// Config configures a Coordinator. Pod, Records, GPU, WatchPoll and
+// StartTimeout are required (ProbeInterval too, with Probe); the others may
+// be left zero. The host's defaults are its config's (host/config), and
+// exist nowhere else.
 type Config struct {
 	Pod     *machines.Pod // the compiled machine; its timings are the policy's
 	Records Records       // where records live
-	GPU     pluginapi.GPU // the GPU plugin: starts a pod, reads it for the watch
-	Clock   clock.Clock   // default clock.Real()
-	Logger  *slog.Logger  // default: discard
+	// Wakes, when set, is each pod's wake log, the one Records writes to
+	// (the store is both): the Coordinator has UpdateRecord store an entry
+	// with the record whenever machines.LogWake says so, and every event
+	// carries the estimate the log gives (machines.EstimateWake). Without
+	// it no entry is written and the estimate is expected_wake.
+	Wakes  WakeLog
+	GPU    pluginapi.GPU // the GPU plugin: starts a pod, reads it for the watch
+	Clock  clock.Clock   // default clock.Real()
+	Logger *slog.Logger  // default: discard
 	// WatchPoll is how often a wake's watch reads the pod; it also caps
 	// each read ([timings] watch_poll).
 	WatchPoll time.Duration
+	// Probe, when set, asks a pod's model whether it answers (the provider
+	// plugin serving the pod): a wake's watch probes while the pod is
+	// RUNNING with a proxy URL, until the model answers. Nil: the watch
+	// only reads the pod.
+	Probe Prober
+	// ProbeInterval is how often the watch probes, and the cap on each
+	// probe ([timings] probe_interval); required with Probe.
+	ProbeInterval time.Duration
 	// StartTimeout is the GPU plugin's own cap on a start request (D2's 3 s
 	// client timeout, [conductor] start_timeout). The background start's
 	// context is capped at StartTimeout + 5s, so the plugin's cap, which
@@ -65,7 +89,10 @@ type Config struct {
 // Change is one stored change of a pod's record.
 type Change struct {
 	Before, After machines.Record
-	Event         machines.Event // its At is when the change was decided
+	Event         machines.Event // its At is when the change was decided; its Estimate the one it was decided by
+	// Wake is the wake log entry stored with this change (a wake whose
+	// outcome became known, or that served its first turn), nil when none.
+	Wake *machines.Wake
 }
 
 // Coordinator feeds every event of a pod to the pod lifecycle machine and
@@ -74,10 +101,13 @@ type Change struct {
 type Coordinator struct {
 	pod          *machines.Pod
 	records      Records
+	wakes        WakeLog
 	gpu          pluginapi.GPU
 	clock        clock.Clock
 	log          *slog.Logger
 	watchPoll    time.Duration
+	prober       Prober        // nil: no probes
+	probeEvery   time.Duration // ProbeInterval
 	wakeWatch    time.Duration
 	startTimeout time.Duration
 	changed      func(Change)
@@ -93,12 +123,24 @@ type Coordinator struct {
 
 	mu       sync.Mutex
 	locks    map[string]*sync.Mutex // one per pod, never removed
+	logs     map[string]*podLog     // one per pod, never removed; fields under mu
 	watching map[watchKey]bool      // the live watches
 	closed   bool
 	wg       sync.WaitGroup // calls in, starts and watches
 }
 
 var _ resolve.Observer = (*Coordinator)(nil)
+
+// podLog is what the Coordinator holds of one pod's wake log: read from
+// the store on the pod's first event (under its lock) and again after each
+// entry it writes, so the estimate costs no read per turn. Its fields are
+// guarded by Coordinator.mu.
+type podLog struct {
+	tried    bool // a read was attempted: estimate is what it gave, or expected_wake
+	loaded   bool // ... and it worked: wakes is the log
+	wakes    []machines.Wake
+	estimate machines.Estimate
+}
 
 // watchKey names one wake of one pod.
 type watchKey struct {
@@ -107,8 +149,8 @@ type watchKey struct {
 }
 
 // New returns a Coordinator for cfg. It panics when cfg.Pod, cfg.Records or
-// cfg.GPU is nil, or a duration is not positive: that is a wiring mistake,
-// not a runtime condition.
+// cfg.GPU is nil, or a duration it needs is not positive: that is a wiring
+// mistake, not a runtime condition.
 func New(cfg Config) *Coordinator {
 	switch {
 	case cfg.Pod == nil:
@@ -119,22 +161,28 @@ func New(cfg Config) *Coordinator {
 		panic("wake: Config.GPU is nil")
 	case cfg.WatchPoll <= 0:
 		panic("wake: Config.WatchPoll is not positive")
+	case cfg.Probe != nil && cfg.ProbeInterval <= 0:
+		panic("wake: Config.ProbeInterval is not positive")
 	case cfg.StartTimeout <= 0:
 		panic("wake: Config.StartTimeout is not positive")
 	}
 	c := &Coordinator{
 		pod:          cfg.Pod,
 		records:      cfg.Records,
+		wakes:        cfg.Wakes,
 		gpu:          cfg.GPU,
 		clock:        cfg.Clock,
 		log:          cfg.Logger,
 		watchPoll:    cfg.WatchPoll,
+		prober:       cfg.Probe,
+		probeEvery:   cfg.ProbeInterval,
 		wakeWatch:    cfg.Pod.Timings().WakeWatch,
 		startTimeout: cfg.StartTimeout,
 		changed:      cfg.Changed,
 		leases:       cfg.Leases,
 		takeover:     cfg.Takeover,
 		locks:        make(map[string]*sync.Mutex),
+		logs:         make(map[string]*podLog),
 		watching:     make(map[watchKey]bool),
 	}
 	if c.clock == nil {
@@ -223,6 +271,77 @@ func orFound(l pluginapi.Lookup) pluginapi.Lookup {
 	return l
 }
 
+// Estimate is how long a wake of pod takes, as the replies quote it: the
+// median of its last completed wakes from the wake log
+// (machines.EstimateWake), or expected_wake while there is none or no log.
+// Estimate(pod).Wake is the figure an event stream reports. It may be
+// called from Config.Changed.
+func (c *Coordinator) Estimate(pod string) machines.Estimate {
+	c.mu.Lock()
+	l := c.logs[pod]
+	if l != nil && l.tried {
+		defer c.mu.Unlock()
+		return l.estimate
+	}
+	c.mu.Unlock()
+	// Never read yet, so no event of pod is under way in this goroutine
+	// (its first event reads the log before Changed runs): the pod's lock
+	// is free to take.
+	unlock := c.lockPod(pod)
+	defer unlock()
+	est, _ := c.wakeLogLocked(pod)
+	return est
+}
+
+// wakeLogLocked returns pod's estimate and wake log, reading the log from
+// the store when it has not been read (or the last read failed). The
+// caller holds the pod's lock. A failed read is logged and keeps the last
+// estimate (expected_wake when there is none); the next event reads again.
+func (c *Coordinator) wakeLogLocked(pod string) (machines.Estimate, []machines.Wake) {
+	c.mu.Lock()
+	l, ok := c.logs[pod]
+	if !ok {
+		l = &podLog{}
+		c.logs[pod] = l
+	}
+	if l.loaded || c.wakes == nil {
+		if !l.tried {
+			l.tried, l.estimate = true, machines.EstimateWake(nil, c.pod.Timings().ExpectedWake)
+		}
+		defer c.mu.Unlock()
+		return l.estimate, l.wakes
+	}
+	c.mu.Unlock()
+	c.readWakeLogLocked(pod)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return l.estimate, l.wakes
+}
+
+// readWakeLogLocked reads pod's wake log from the store into its podLog,
+// under the pod's lock.
+func (c *Coordinator) readWakeLogLocked(pod string) {
+	ws, err := c.wakes.Wakes(pod)
+	c.mu.Lock()
+	l := c.logs[pod]
+	l.tried = true
+	if err == nil {
+		l.loaded, l.wakes = true, ws
+		l.estimate = machines.EstimateWake(ws, c.pod.Timings().ExpectedWake)
+	} else {
+		l.loaded = false
+		if l.estimate.Wake == 0 {
+			l.estimate = machines.EstimateWake(nil, c.pod.Timings().ExpectedWake)
+		}
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.log.LogAttrs(context.Background(), slog.LevelError,
+			fmt.Sprintf("wake log unreadable for pod %s: %v; the replies keep the last estimate", pod, err),
+			slog.String("pod", pod))
+	}
+}
+
 // Record returns the pod's current record.
 func (c *Coordinator) Record(pod string) (machines.Record, error) {
 	r, err := c.records.Record(pod)
@@ -294,24 +413,37 @@ func (c *Coordinator) apply(pod string, ev machines.Event) (machines.Decision, m
 // update runs ev for pod under the pod's lock, in this process
 // (lockPod) and across every host sharing the store (Records.UpdateRecord):
 // read the record; when admit says ev is for it (nil admits every record),
-// stamp ev.At, decide and persist what changed. applied is false when admit
-// turned ev away; nothing was written then. What follows a stored change
-// (Changed, the wake-ready line) happens after the write, still under the
+// stamp ev.At and the pod's estimate, decide and persist what changed, with
+// the wake log entry the change makes (machines.LogWake) in the same
+// transaction. applied is false when admit turned ev away; nothing was
+// written then. What follows a stored change (the wake log read again,
+// Changed, the wake-ready line) happens after the write, still under the
 // in-process lock, so one pod's Changed calls come in the order of its
 // changes.
 func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
 	unlock := c.lockPod(pod)
 	defer unlock()
+	// The log is read here, not in fn: fn must not call the store.
+	var logged []machines.Wake
+	ev.Estimate, logged = c.wakeLogLocked(pod)
 	var decideErr error
+	var entry *machines.Wake
 	// The store may run this more than once (a plain read first, then
 	// under its lock): each run starts afresh, and the last one counts.
-	before, after, err := c.records.UpdateRecord(pod, func(rec machines.Record) (machines.Record, error) {
-		d, decideErr = machines.Decision{}, nil
+	before, after, err := c.records.UpdateRecord(pod, func(rec machines.Record) (machines.Record, *machines.Wake, error) {
+		d, entry, decideErr = machines.Decision{}, nil, nil
 		if applied = admit == nil || admit(rec); !applied {
-			return rec, nil
+			return rec, nil, nil
 		}
 		d, next, ev, decideErr = c.decideLocked(rec, ev)
-		return next, decideErr
+		if decideErr != nil {
+			return next, nil, decideErr
+		}
+		if w, ok := machines.LogWake(logged, rec, next); ok && c.wakes != nil {
+			// The outcome and its log entry are stored together.
+			entry = &w
+		}
+		return next, entry, nil
 	})
 	switch {
 	case decideErr != nil:
@@ -319,7 +451,10 @@ func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.
 	case err != nil:
 		return machines.Decision{}, machines.Record{}, false, fmt.Errorf("wake: update record of pod %s: %w", pod, err)
 	case applied && !after.Equal(before):
-		c.storedLocked(before, after, d, ev)
+		if entry != nil {
+			c.readWakeLogLocked(pod)
+		}
+		c.storedLocked(before, after, d, ev, entry)
 	}
 	return d, after, applied, nil
 }
@@ -339,10 +474,11 @@ func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (mach
 }
 
 // storedLocked is what follows a stored change of a pod's record, under
-// the pod's in-process lock: Changed, and the wake-ready line.
-func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decision, ev machines.Event) {
+// the pod's in-process lock: Changed, and the wake-ready line. entry is
+// the wake log entry stored with it, nil when none.
+func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decision, ev machines.Event, entry *machines.Wake) {
 	if c.changed != nil {
-		c.changed(Change{Before: rec, After: next, Event: ev})
+		c.changed(Change{Before: rec, After: next, Event: ev, Wake: entry})
 	}
 	if d.To == machines.Ready && wakeInProgress(d.From) {
 		c.log.LogAttrs(context.Background(), slog.LevelInfo,
@@ -351,11 +487,14 @@ func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decisio
 	}
 }
 
-// wakeInProgress reports whether s is a state of a wake whose outcome is
-// not known yet: what the watch follows.
-func wakeInProgress(s engine.State) bool {
-	return s == machines.Waking || s == machines.Loading || s == machines.Stuck
-}
+// InProgress reports whether s is a state of a wake whose outcome is not
+// known yet (waking, loading, stuck): what the watch follows, and what the
+// pod event stream counts elapsed and remaining time in. It is
+// machines.InProgress.
+func InProgress(s engine.State) bool { return machines.InProgress(s) }
+
+// wakeInProgress is InProgress.
+func wakeInProgress(s engine.State) bool { return machines.InProgress(s) }
 
 // feed runs an outcome event of the wake requested at wake. When the record
 // is on another wake (superseded) it writes nothing and returns false; the

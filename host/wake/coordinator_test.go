@@ -442,6 +442,7 @@ func TestNewRequiresDependencies(t *testing.T) {
 		{"no GPU plugin", func(c wake.Config) wake.Config { c.GPU = nil; return c }, "wake: Config.GPU is nil"},
 		{"no watch poll", func(c wake.Config) wake.Config { c.WatchPoll = 0; return c }, "wake: Config.WatchPoll is not positive"},
 		{"no start timeout", func(c wake.Config) wake.Config { c.StartTimeout = 0; return c }, "wake: Config.StartTimeout is not positive"},
+		{"a prober without an interval", func(c wake.Config) wake.Config { c.Probe = &fakeProber{}; return c }, "wake: Config.ProbeInterval is not positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

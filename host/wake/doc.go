@@ -26,13 +26,24 @@
 //     after the client's timeout, or whose answer was lost with the plugin —
 //     is watched.
 //  3. The watch reads the pod every WatchPoll and feeds what the conductor
-//     says to the machine, until the machine leaves the wake's states
-//     (waking, loading, stuck), or until wake_watch after the request, when
-//     it feeds NeverReadySeen. A watch whose wake has been superseded by a
-//     newer one stops; a read it had in flight is still what the conductor
-//     said, and is fed like any other. Whichever read or turn first
-//     finds the wake ready, "wake ready for pod" is logged once.
-//  4. After a restart, Resume watches again every stored wake whose outcome
+//     says to the machine; while the last read found the pod RUNNING with a
+//     proxy URL it also probes the model through the Prober every
+//     ProbeInterval, and feeds the first answer as an answered turn. It goes
+//     on until the machine leaves the wake's states (waking, loading,
+//     stuck), or until wake_watch after the request, when it feeds
+//     NeverReadySeen. A watch whose wake has been superseded by a newer one
+//     stops; a read it had in flight is still what the conductor said, and
+//     is fed like any other. Whichever read, probe or turn first finds the
+//     wake ready, "wake ready for pod" is logged once. A pod with no wake on
+//     the clock has no watch: nothing reads or probes it in the background.
+//  4. When the wake's outcome becomes known (ready, refused, start-failed,
+//     never-ready, or superseded by a newer wake), and again when it serves
+//     its first turn, its entry of the pod's wake log (machines.LogWake:
+//     request, first seen RUNNING, ready, outcome, served) is stored with
+//     the record, in one transaction (Config.Wakes). The median of the
+//     last completed wakes is the estimate every later event carries
+//     (Estimate), so the replies say how long this pod's wakes take.
+//  5. After a restart, Resume watches again every stored wake whose outcome
 //     is unknown, on the wake's own clock.
 //  5. With Config.Leases, a watch runs only while it holds the wake's lease,
 //     so of the hosts sharing the store one watches each wake; with
@@ -43,12 +54,15 @@
 // read or watch runs in NotReady's path, and no pod lock is held across a
 // network call); let a panicking or hanging plugin call take the host down or
 // wedge a pod; write an outcome for any wake but the one on record; log
-// anything but pod names, statuses and times (it never sees URLs or tokens,
-// and keeps it that way: plugin errors are logged as their short class).
+// anything but pod names, statuses and times (it never sees tokens, and sees
+// a pod's proxy URL only to hand it to the Prober: plugin errors are logged
+// as their short class, probe failures as the Prober's URL-free words).
 //
 // The caller's duties: give every not-ready turn to NotReady with the
 // conductor's status and lookup, and reply with the returned decision's
 // Text; make the Coordinator every resolver's observer, so that reads and
-// answered turns reach it; call Resume once at start-up, after the store is
+// answered turns reach it; give it a Prober for the pods' models (without
+// one, a wake's readiness waits for a read's readySince or a turn); call
+// Resume once at start-up, after the store is
 // open; call Close before closing the store.
 package wake

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,11 +32,13 @@ const waitLimit = 5 * time.Second
 type fakeGPU struct {
 	startPod func(ctx context.Context, pod string) (pluginapi.StartResult, error)
 	getPod   func(ctx context.Context, pod string, n int) (pluginapi.Pod, error) // n counts from 1
+	now      func() time.Time                                                    // for readTimes; nil: time.Now
 
 	mu      sync.Mutex
-	started []string // the pod of every StartPod, in order
-	read    []string // ... of every GetPod
-	stopped []string // ... of every StopPod
+	started []string    // the pod of every StartPod, in order
+	read    []string    // ... of every GetPod
+	readAt  []time.Time // when each GetPod was called
+	stopped []string    // ... of every StopPod
 }
 
 var _ pluginapi.GPU = (*fakeGPU)(nil)
@@ -54,6 +57,7 @@ func (f *fakeGPU) StartPod(ctx context.Context, pod string) (pluginapi.StartResu
 func (f *fakeGPU) GetPod(ctx context.Context, pod string) (pluginapi.Pod, error) {
 	f.mu.Lock()
 	f.read = append(f.read, pod)
+	f.readAt = append(f.readAt, nowOr(f.now))
 	n, get := len(f.read), f.getPod
 	f.mu.Unlock()
 	if get == nil {
@@ -90,6 +94,64 @@ func (f *fakeGPU) reads() int {
 	return len(f.read)
 }
 
+// nowOr reads now, or the wall clock when now is nil.
+func nowOr(now func() time.Time) time.Time {
+	if now == nil {
+		return time.Now()
+	}
+	return now()
+}
+
+// readTimes is when each GetPod was called, in order.
+func (f *fakeGPU) readTimes() []time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.readAt)
+}
+
+// fakeProber is a hand-written wake.Prober: probe says what it answers
+// (nil: the model does not answer yet, the proxy's 502), and it keeps every
+// call.
+type fakeProber struct {
+	probe func(ctx context.Context, pod, proxyURL string) (pluginapi.ProbeResult, error)
+	now   func() time.Time // for the calls' times; nil: time.Now
+
+	mu    sync.Mutex
+	calls []probeCall
+}
+
+// probeCall is one Probe: its pod and proxy URL, and when it was made.
+type probeCall struct {
+	Pod, ProxyURL string
+	At            time.Time
+}
+
+var _ wake.Prober = (*fakeProber)(nil)
+
+func (f *fakeProber) Probe(ctx context.Context, pod, proxyURL string) (pluginapi.ProbeResult, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, probeCall{Pod: pod, ProxyURL: proxyURL, At: nowOr(f.now)})
+	probe := f.probe
+	f.mu.Unlock()
+	if probe == nil {
+		return notAnswered, nil
+	}
+	return probe(ctx, pod, proxyURL)
+}
+
+// probed is every Probe so far.
+func (f *fakeProber) probed() []probeCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
+}
+
+// notAnswered is a probe while the model loads behind the proxy.
+var notAnswered = pluginapi.ProbeResult{Status: 502, Message: "HTTP 502 Bad Gateway"}
+
+// answeredProbe is a probe the model answered.
+var answeredProbe = pluginapi.ProbeResult{Answered: true, Status: 200}
+
 // check fails t unless every call named pod and none stopped a pod.
 func (f *fakeGPU) check(t *testing.T, pod string) {
 	t.Helper()
@@ -125,21 +187,27 @@ func upPod(readySince time.Time) pluginapi.Pod {
 		ProxyURL: "https://qwen-8000.proxy.example", ReadySince: readySince, Lookup: pluginapi.LookupFound}
 }
 
-// memRecords is an in-memory wake.Records. putErr, when set, fails PutRecord.
+// memRecords is an in-memory wake.Records and wake.WakeLog. putErr, when
+// set, fails PutRecord and PutRecordWake; wakesErr fails Wakes.
 type memRecords struct {
-	putErr func(machines.Record) error
+	putErr   func(machines.Record) error
+	wakesErr func() error
 
 	updating sync.Mutex // UpdateRecord's
 
-	mu   sync.Mutex
-	recs map[string]machines.Record
-	puts int
+	mu    sync.Mutex
+	recs  map[string]machines.Record
+	wakes map[string][]machines.Wake // by request time, oldest first
+	puts  int
 }
 
-var _ wake.Records = (*memRecords)(nil)
+var (
+	_ wake.Records = (*memRecords)(nil)
+	_ wake.WakeLog = (*memRecords)(nil)
+)
 
 func newMemRecords(recs ...machines.Record) *memRecords {
-	m := &memRecords{recs: make(map[string]machines.Record)}
+	m := &memRecords{recs: make(map[string]machines.Record), wakes: make(map[string][]machines.Wake)}
 	for _, r := range recs {
 		m.recs[r.Pod] = r
 	}
@@ -168,6 +236,42 @@ func (m *memRecords) PutRecord(r machines.Record) error {
 	return nil
 }
 
+func (m *memRecords) PutRecordWake(r machines.Record, w machines.Wake) error {
+	if err := m.PutRecord(r); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	log := m.wakes[r.Pod]
+	i := slices.IndexFunc(log, func(l machines.Wake) bool { return l.RequestedAt.Equal(w.RequestedAt) })
+	if i >= 0 {
+		log[i] = w
+	} else {
+		log = append(log, w)
+		slices.SortFunc(log, func(a, b machines.Wake) int { return a.RequestedAt.Compare(b.RequestedAt) })
+	}
+	m.wakes[r.Pod] = log
+	return nil
+}
+
+func (m *memRecords) Wakes(pod string) ([]machines.Wake, error) {
+	if m.wakesErr != nil {
+		if err := m.wakesErr(); err != nil {
+			return nil, err
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.wakes[pod]), nil
+}
+
+// logged is pod's wake log.
+func (m *memRecords) logged(pod string) []machines.Wake {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.wakes[pod])
+}
+
 func (m *memRecords) Records() ([]machines.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -178,23 +282,29 @@ func (m *memRecords) Records() ([]machines.Record, error) {
 	return out, nil
 }
 
-// UpdateRecord is a read, fn and, when fn changed the record, a PutRecord,
-// under one lock: the fake's own, which serialises every update.
-func (m *memRecords) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, error)) (before, after machines.Record, err error) {
+// UpdateRecord is a read, fn and, when fn changed the record, a PutRecord
+// (PutRecordWake with fn's entry), under one lock: the fake's own, which
+// serialises every update.
+func (m *memRecords) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
 	m.updating.Lock()
 	defer m.updating.Unlock()
 	rec, err := m.Record(pod)
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err
 	}
-	next, err := fn(rec)
+	next, w, err := fn(rec)
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err
 	}
 	if next.Equal(rec) {
 		return rec, next, nil
 	}
-	if err := m.PutRecord(next); err != nil {
+	if w != nil {
+		err = m.PutRecordWake(next, *w)
+	} else {
+		err = m.PutRecord(next)
+	}
+	if err != nil {
 		return machines.Record{}, machines.Record{}, err
 	}
 	return rec, next, nil
@@ -315,7 +425,8 @@ type env struct {
 }
 
 // newEnv builds a Coordinator on a fake clock at t0 (unless cfg has a clock),
-// an in-memory store and a fake GPU plugin (unless cfg has them) and a JSON
+// an in-memory store, its wake log too, and a fake GPU plugin (unless cfg
+// has them) and a JSON
 // log at debug level. Set the fake's function fields before the first call
 // that can reach it. At the end of the test it closes the Coordinator, checks
 // that the plugin was asked about qwen alone and never to stop it, and checks
@@ -332,8 +443,14 @@ func newEnv(t *testing.T, cfg wake.Config) *env {
 		cfg.Records = newMemRecords()
 	}
 	e.recs, _ = cfg.Records.(*memRecords)
+	if cfg.Wakes == nil && e.recs != nil {
+		cfg.Wakes = e.recs // the store keeps both
+	}
 	if cfg.WatchPoll == 0 {
-		cfg.WatchPoll = 60 * time.Second // the config's default
+		cfg.WatchPoll = 5 * time.Second // the config's default
+	}
+	if cfg.Probe != nil && cfg.ProbeInterval == 0 {
+		cfg.ProbeInterval = time.Second // the config's default
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 3 * time.Second // the config's default

@@ -35,6 +35,10 @@ func TestObserve(t *testing.T) {
 	stuck := with(rec(machines.Stuck), func(r *machines.Record) { r.ModelLoadingSince = t0.Add(-15 * time.Minute) })
 	ready := with(rec(machines.Ready), func(r *machines.Record) { r.ReadyAt = boot })
 	crashed := with(rec(machines.Crashed), func(r *machines.Record) { r.ReadyAt = boot })
+	// First seen up during the wake, at t: the wake's RUNNING phase.
+	runningAt := func(r machines.Record, t time.Time) machines.Record {
+		return with(r, func(r *machines.Record) { r.RunningAt = t })
+	}
 	tests := []struct {
 		name      string
 		stored    machines.Record
@@ -49,10 +53,10 @@ func TestObserve(t *testing.T) {
 			machines.Record{Pod: "qwen", State: machines.Ready, ReadyAt: boot}, nil},
 		{"waking, EXITED", rec(machines.Waking), exited(), rec(machines.Waking), nil},
 		{"waking, NOT_FOUND", rec(machines.Waking), notFound, rec(machines.Waking), nil},
-		{"waking, up without readySince: loading since the wake", rec(machines.Waking), upPod(time.Time{}), loading, nil},
-		{"waking, readySince of the wake", rec(machines.Waking), upPod(boot),
-			ready, []logLine{readyLine("12:08 UTC")}},
-		{"waking, readySince of an earlier boot", rec(machines.Waking), upPod(t0.Add(-2 * time.Minute)), loading, nil},
+		{"waking, up without readySince: loading since the wake", rec(machines.Waking), upPod(time.Time{}), runningAt(loading, now), nil},
+		{"waking, readySince of the wake: up since it at the latest", rec(machines.Waking), upPod(boot),
+			runningAt(ready, boot), []logLine{readyLine("12:08 UTC")}},
+		{"waking, readySince of an earlier boot", rec(machines.Waking), upPod(t0.Add(-2 * time.Minute)), runningAt(loading, now), nil},
 		{"loading, EXITED within the watch: waking", loading, exited(), rec(machines.Waking), nil},
 		{"loading, EXITED after the watch: asleep",
 			with(loading, func(r *machines.Record) {
@@ -114,8 +118,15 @@ func TestAnswered(t *testing.T) {
 	rec := func(state engine.State, loadingSince time.Time) machines.Record {
 		return machines.Record{Pod: "qwen", State: state, WakeRequestedAt: t0, ModelLoadingSince: loadingSince}
 	}
+	// An answered turn serves the wake on record; from waking it is also
+	// the first sight of the pod up.
 	readyAt := func(at time.Time) machines.Record {
-		return machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: at}
+		return machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: at, Served: true}
+	}
+	upAndReadyAt := func(at time.Time) machines.Record {
+		r := readyAt(at)
+		r.RunningAt = at
+		return r
 	}
 	tests := []struct {
 		name       string
@@ -124,13 +135,13 @@ func TestAnswered(t *testing.T) {
 		want       machines.Record
 		wantLines  []logLine
 	}{
-		{"waking, readySince of the wake", rec(machines.Waking, time.Time{}), boot, readyAt(boot), []logLine{readyLine("12:08 UTC")}},
-		{"waking, no readySince", rec(machines.Waking, time.Time{}), time.Time{}, readyAt(now), []logLine{readyLine("12:09 UTC")}},
+		{"waking, readySince of the wake", rec(machines.Waking, time.Time{}), boot, upAndReadyAt(boot), []logLine{readyLine("12:08 UTC")}},
+		{"waking, no readySince", rec(machines.Waking, time.Time{}), time.Time{}, upAndReadyAt(now), []logLine{readyLine("12:09 UTC")}},
 		{"loading, readySince of an earlier boot", rec(machines.Loading, t0), t0.Add(-5 * time.Minute), readyAt(now), []logLine{readyLine("12:09 UTC")}},
 		{"stuck", rec(machines.Stuck, t0), boot, readyAt(boot), []logLine{readyLine("12:08 UTC")}},
 		{"crashed: ready again, not a wake's ready", machines.Record{Pod: "qwen", State: machines.Crashed, WakeRequestedAt: t0, ReadyAt: t0.Add(time.Minute)},
 			time.Time{}, readyAt(now), nil},
-		{"asleep, no wake on record", machines.NewRecord("qwen"), boot, machines.Record{Pod: "qwen", State: machines.Ready, ReadyAt: boot}, nil},
+		{"asleep, no wake on record", machines.NewRecord("qwen"), boot, machines.Record{Pod: "qwen", State: machines.Ready, ReadyAt: boot, Served: true}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

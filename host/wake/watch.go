@@ -1,6 +1,7 @@
 package wake
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,14 +12,27 @@ import (
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
+// Prober asks whether a pod's model answers: the provider plugin serving
+// the pod (host/app wires it).
+type Prober interface {
+	// Probe asks the model of pod once whether it answers, behind the pod's
+	// proxy URL as the conductor gave it (the Prober adds its provider's
+	// path). A result that is not answered says why in its Message; an
+	// error means the probe learned nothing about the model (no provider
+	// serves the pod, the plugin crashed, ...). The watch logs the message
+	// and the error's text: neither may carry a URL or a secret.
+	Probe(ctx context.Context, pod, proxyURL string) (pluginapi.ProbeResult, error)
+}
+
 // Resume watches again, after a restart, every stored wake whose outcome is
 // unknown (waking, loading, stuck) and whose pod configured says is still
 // configured. Each watch keeps its wake's clock: it reads the pod at once,
-// then every WatchPoll, and gives up WakeWatch after the original request. A
-// wake already past WakeWatch gets that one read: what the conductor says is
-// fed to the machine, and a wake still not ready is left as it is (nobody
-// watched the deadline, so never-ready would be a guess). Resume does not
-// wait for the watches.
+// then every WatchPoll, probes its model while it is up, and gives up
+// WakeWatch after the original request. A wake already past WakeWatch gets
+// that one read, and one probe if the read finds the pod up: what they say
+// is fed to the machine, and a wake still not ready is left as it is
+// (nobody watched the deadline, so never-ready would be a guess). Resume
+// does not wait for the watches.
 func (c *Coordinator) Resume(configured func(pod string) bool) error {
 	if !c.enter() {
 		return ErrClosed
@@ -46,11 +60,17 @@ func (c *Coordinator) Resume(configured func(pod string) bool) error {
 }
 
 // watch follows the wake of pod requested at wake while its outcome is
-// unknown (D12): it reads the pod every WatchPoll and feeds what the
-// conductor says to the machine, until the machine leaves the wake's states
-// (ready, or any other outcome), the wake is superseded, Close stops it, or
-// wake + WakeWatch passes, when the wake is recorded never-ready. A resumed
-// watch reads the pod at once. At most one watch runs per (pod, wake).
+// unknown (D12). It reads the pod every WatchPoll and feeds what the
+// conductor says to the machine; while the last read found the pod RUNNING
+// with a proxy URL it also probes the model every ProbeInterval, at once
+// when the pod is first found up, and feeds the first answer to the
+// machine as an answered turn (with the read's readySince). It stops when
+// the machine leaves the wake's states (ready, or any other outcome), the
+// wake is superseded, or Close stops it; or at wake + WakeWatch, after a
+// last read (and a last probe when the pod is up), when the wake is
+// recorded never-ready. A resumed watch reads the pod at once. At most one
+// watch runs per (pod, wake). Nothing is read or probed for a pod with no
+// wake on the clock.
 func (c *Coordinator) watch(pod string, wake time.Time, resumed bool) {
 	key := watchKey{pod: pod, wake: wake.UnixNano()}
 	if ok, dup := c.claim(key); ok && !c.takeLease(key) {
@@ -71,27 +91,55 @@ func (c *Coordinator) watch(pod string, wake time.Time, resumed bool) {
 			slog.String("pod", pod), slog.Time("wakeRequestedAt", wake))
 	}
 	deadline := wake.Add(c.wakeWatch)
+	began := c.now()
 	// late: resumed after the deadline, so the host never watched it pass.
-	late := resumed && !c.now().Before(deadline)
-	for first := true; ; first = false {
-		if !first || !resumed {
+	late := resumed && !began.Before(deadline)
+	nextRead := began.Add(c.watchPoll)
+	if resumed {
+		nextRead = began
+	}
+	var up upPod // what the probes aim at; zero while the pod is not up
+	var nextProbe time.Time
+	for {
+		due := earliest(nextRead, deadline)
+		if up.probing() {
+			due = earliest(due, nextProbe)
+		}
+		if wait := due.Sub(c.now()); wait > 0 {
 			select {
-			case <-c.clock.After(min(c.watchPoll, deadline.Sub(c.now()))):
+			case <-c.clock.After(wait):
 			case <-c.stopping.Done():
 				return
 			}
 		}
-		if c.stopping.Err() != nil || !c.following(pod, wake) {
+		if !c.still(pod, wake) {
 			return
 		}
-		c.read(pod, wake)
-		if c.stopping.Err() != nil || !c.following(pod, wake) {
-			return
+		final := !c.now().Before(deadline)
+		if final || !c.now().Before(nextRead) {
+			p, ok := c.read(pod, wake)
+			nextRead = c.now().Add(c.watchPoll)
+			if !c.still(pod, wake) {
+				return
+			}
+			if ok && c.prober != nil && c.startsProbing(&up, p) {
+				nextProbe = c.now()
+				c.log.LogAttrs(context.Background(), slog.LevelInfo,
+					fmt.Sprintf("wake watch for pod %s: the pod is RUNNING; probing its model every %s", pod, c.probeEvery),
+					slog.String("pod", pod), slog.Time("wakeRequestedAt", wake))
+			}
 		}
-		now := c.now()
-		if now.Before(deadline) {
+		if up.probing() && (final || !c.now().Before(nextProbe)) {
+			c.probe(pod, wake, &up)
+			nextProbe = c.now().Add(c.probeEvery)
+			if !c.still(pod, wake) {
+				return
+			}
+		}
+		if !final {
 			continue
 		}
+		now := c.now()
 		if late {
 			c.log.LogAttrs(context.Background(), slog.LevelInfo,
 				fmt.Sprintf("wake watch for pod %s: outcome unknown (resumed after the %s watch of the request at %s)",
@@ -113,10 +161,24 @@ func (c *Coordinator) watch(pod string, wake time.Time, resumed bool) {
 	}
 }
 
+// earliest is the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// still reports whether the watch of the wake requested at wake goes on:
+// the Coordinator is not closing and the wake is still followed.
+func (c *Coordinator) still(pod string, wake time.Time) bool {
+	return c.stopping.Err() == nil && c.following(pod, wake)
+}
+
 // read reads the pod once, capped at WatchPoll, and feeds what the
 // conductor says to the machine. A failed read is logged and changes
-// nothing.
-func (c *Coordinator) read(pod string, wake time.Time) {
+// nothing (false).
+func (c *Coordinator) read(pod string, wake time.Time) (pluginapi.Pod, bool) {
 	ctx, cancel := context.WithTimeout(c.stopping, c.watchPoll)
 	defer cancel()
 	p, err := c.getPod(ctx, pod)
@@ -126,9 +188,92 @@ func (c *Coordinator) read(pod string, wake time.Time) {
 				fmt.Sprintf("wake watch for pod %s: pod read failed: %s", pod, errorText(err)),
 				slog.String("pod", pod), slog.Time("wakeRequestedAt", wake))
 		}
-		return
+		return pluginapi.Pod{}, false
 	}
 	c.Observe(ctx, pod, p)
+	return p, true
+}
+
+// upPod is where a watch probes: the proxy URL and readySince of the last
+// read that found the pod RUNNING, FOUND, with a proxy URL, and the last
+// probe failure logged at warn level.
+type upPod struct {
+	proxyURL   string // "" while the pod is not up: no probing
+	readySince time.Time
+	problem    string
+}
+
+func (u upPod) probing() bool { return u.proxyURL != "" }
+
+// startsProbing updates up from a read of the pod and reports whether
+// probing starts with it. A read the conductor could not make
+// (UNREADABLE) changes nothing; any other read that does not find the pod
+// RUNNING, FOUND, with a proxy URL stops the probing.
+func (c *Coordinator) startsProbing(up *upPod, p pluginapi.Pod) bool {
+	lookup := orFound(p.Lookup)
+	if lookup == pluginapi.LookupUnreadable {
+		return false
+	}
+	was := up.probing()
+	if !p.IsRunning || p.ProxyURL == "" || lookup != pluginapi.LookupFound {
+		*up = upPod{}
+		return false
+	}
+	up.proxyURL, up.readySince = p.ProxyURL, p.ReadySince
+	return !was
+}
+
+// probe asks the pod's model once, capped at ProbeInterval, and feeds an
+// answer to the machine as an answered turn, with the readySince of the
+// read that found the pod up: ready since then when it is this boot's, else
+// since now. A model that does not answer yet, or a probe within the cap
+// that got no answer, is logged at debug level; a probe that failed
+// otherwise (the plugin crashed, none serves the pod, ...) at warn level,
+// once for a run of the same failure. Neither changes anything.
+func (c *Coordinator) probe(pod string, wake time.Time, up *upPod) {
+	ctx, cancel := context.WithTimeout(c.stopping, c.probeEvery)
+	defer cancel()
+	res, err := c.callProbe(ctx, pod, up.proxyURL)
+	if c.stopping.Err() != nil {
+		return
+	}
+	attrs := []slog.Attr{slog.String("pod", pod), slog.Time("wakeRequestedAt", wake)}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		up.problem = ""
+		c.log.LogAttrs(context.Background(), slog.LevelDebug,
+			fmt.Sprintf("wake watch for pod %s: model not answering yet: no answer within %s", pod, c.probeEvery), attrs...)
+	case err != nil:
+		text, level := err.Error(), slog.LevelWarn
+		if errors.Is(err, errProbePanicked) {
+			text = errProbePanicked.Error()
+		}
+		if text == up.problem {
+			level = slog.LevelDebug
+		}
+		up.problem = text
+		c.log.LogAttrs(context.Background(), level,
+			fmt.Sprintf("wake watch for pod %s: probe failed: %s", pod, text), attrs...)
+	case !res.Answered:
+		up.problem = ""
+		c.log.LogAttrs(context.Background(), slog.LevelDebug,
+			fmt.Sprintf("wake watch for pod %s: model not answering yet: %s", pod, cmp.Or(res.Message, "no answer")), attrs...)
+	default:
+		c.event(context.Background(), pod, machines.Event{Trigger: machines.Answered, ReadySince: up.readySince, Probe: true})
+	}
+}
+
+// errProbePanicked is a probe that panicked.
+var errProbePanicked = errors.New("probe panicked")
+
+// callProbe calls the Prober; a panic is an error.
+func (c *Coordinator) callProbe(ctx context.Context, pod, proxyURL string) (r pluginapi.ProbeResult, err error) {
+	defer func() {
+		if recover() != nil {
+			r, err = pluginapi.ProbeResult{}, errProbePanicked
+		}
+	}()
+	return c.prober.Probe(ctx, pod, proxyURL)
 }
 
 // following reports whether this host still holds the watch's lease (when

@@ -15,11 +15,16 @@ import (
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
+// The tests in this file tell a wake in whole minutes (12:08 UTC, "the
+// 12:01 poll"): they poll every minute, not at the default watch_poll of
+// 5 s, and have no prober, so the watch only reads the pod. The default
+// cadence and the probes are tested in probe_test.go.
+
 // TestWatchRecordsReady: the watch polls every minute until the conductor
 // reports readySince, records the wake ready, and stops polling. The next
 // not-ready then says the GPU was ready and stopped (D12).
 func TestWatchRecordsReady(t *testing.T) {
-	e := newEnv(t, wake.Config{})
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 	e.gpu.getPod = func(_ context.Context, _ string, n int) (pluginapi.Pod, error) {
 		if n < 9 {
 			return exited(), nil
@@ -37,7 +42,7 @@ func TestWatchRecordsReady(t *testing.T) {
 		t.Errorf("ready line (-want +got):\n%s", diff)
 	}
 	want := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0,
-		ReadyAt: t0.Add(8*time.Minute + 30*time.Second)}
+		ReadyAt: t0.Add(8*time.Minute + 30*time.Second), RunningAt: t0.Add(8*time.Minute + 30*time.Second)}
 	if diff := cmp.Diff(want, e.record(t)); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
 	}
@@ -68,14 +73,14 @@ func TestWatchRecordsReady(t *testing.T) {
 func TestWatchFollowsTheConductor(t *testing.T) {
 	readyAt := t0.Add(7 * time.Minute)
 	reads := []pluginapi.Pod{exited(), upPod(time.Time{}), exited(), upPod(time.Time{}), upPod(readyAt)}
-	e := newEnv(t, wake.Config{})
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 	e.gpu.getPod = func(_ context.Context, _ string, n int) (pluginapi.Pod, error) { return reads[n-1], nil }
 	e.notReady(t)
 	want := []machines.Record{
 		{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0},
-		{Pod: "qwen", State: machines.Loading, WakeRequestedAt: t0, ModelLoadingSince: t0},
-		{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0},
-		{Pod: "qwen", State: machines.Loading, WakeRequestedAt: t0, ModelLoadingSince: t0},
+		{Pod: "qwen", State: machines.Loading, WakeRequestedAt: t0, ModelLoadingSince: t0, RunningAt: t0.Add(2 * time.Minute)},
+		{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0, RunningAt: t0.Add(2 * time.Minute)},
+		{Pod: "qwen", State: machines.Loading, WakeRequestedAt: t0, ModelLoadingSince: t0, RunningAt: t0.Add(2 * time.Minute)},
 	}
 	for i, w := range want {
 		e.step(t, time.Minute)
@@ -86,7 +91,8 @@ func TestWatchFollowsTheConductor(t *testing.T) {
 	}
 	e.step(t, time.Minute)
 	e.logs.wait(t, "wake ready for pod qwen: ready since 12:07 UTC")
-	if diff := cmp.Diff(machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: readyAt}, e.record(t)); diff != "" {
+	want5 := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: readyAt, RunningAt: t0.Add(2 * time.Minute)}
+	if diff := cmp.Diff(want5, e.record(t)); diff != "" {
 		t.Errorf("after read 5 (-want +got):\n%s", diff)
 	}
 	if n := e.gpu.starts(); n != 1 {
@@ -165,14 +171,20 @@ func TestWatchReadySince(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, wake.Config{})
+			e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 			e.gpu.getPod = func(context.Context, string, int) (pluginapi.Pod, error) { return upPod(tt.readySince), nil }
 			e.notReady(t)
 			e.step(t, time.Minute)
 
 			if tt.wantReady != "" {
 				e.logs.wait(t, "wake ready for pod qwen: ready since "+tt.wantReady)
-				want := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: tt.readySince}
+				// First seen up on this read: RUNNING then, or at the ready
+				// time when that is earlier.
+				running := t0.Add(time.Minute)
+				if tt.readySince.Before(running) {
+					running = tt.readySince
+				}
+				want := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: tt.readySince, RunningAt: running}
 				if diff := cmp.Diff(want, e.record(t), cmpInstants); diff != "" {
 					t.Errorf("record (-want +got):\n%s", diff)
 				}
@@ -183,7 +195,7 @@ func TestWatchReadySince(t *testing.T) {
 			if n := e.gpu.reads(); n != 2 {
 				t.Errorf("pod read %d times, want 2: a pod up and not ready keeps the watch polling", n)
 			}
-			want := machines.Record{Pod: "qwen", State: machines.Loading, WakeRequestedAt: t0, ModelLoadingSince: t0}
+			want := machines.Record{Pod: "qwen", State: machines.Loading, WakeRequestedAt: t0, ModelLoadingSince: t0, RunningAt: t0.Add(time.Minute)}
 			if diff := cmp.Diff(want, e.record(t)); diff != "" {
 				t.Errorf("record (-want +got):\n%s", diff)
 			}
@@ -197,7 +209,7 @@ var cmpInstants = cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })
 // TestWatchReadPodErrors: a failed pod read is logged at warn, in words that
 // carry no URL, changes nothing, and the watch polls on.
 func TestWatchReadPodErrors(t *testing.T) {
-	e := newEnv(t, wake.Config{})
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 	e.gpu.getPod = func(_ context.Context, _ string, n int) (pluginapi.Pod, error) {
 		switch n {
 		case 1:
@@ -247,14 +259,14 @@ func TestWatchReadPodErrors(t *testing.T) {
 // poll it finds the record ready and reads the pod no more. The ready line is
 // logged once, by whichever event made the wake ready.
 func TestWatchStopsWhenSeenReady(t *testing.T) {
-	e := newEnv(t, wake.Config{})
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 	e.notReady(t)
 	e.step(t, time.Minute)
 	e.waitWaiters(t, 1) // the first read (EXITED) is done
 
 	e.c.Observe(context.Background(), "qwen", upPod(t0.Add(90*time.Second)))
 
-	want := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: t0.Add(90 * time.Second)}
+	want := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: t0.Add(90 * time.Second), RunningAt: t0.Add(time.Minute)}
 	if diff := cmp.Diff(want, e.record(t)); diff != "" {
 		t.Fatalf("record after the view (-want +got):\n%s", diff)
 	}
@@ -281,7 +293,7 @@ func TestWatchSuperseded(t *testing.T) {
 	rewakeAt := t0.Add(15*time.Minute + time.Millisecond)
 
 	t.Run("before a poll", func(t *testing.T) {
-		e := newEnv(t, wake.Config{})
+		e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 		e.gpu.getPod = func(_ context.Context, _ string, n int) (pluginapi.Pod, error) {
 			if n <= 15 {
 				return exited(), nil
@@ -312,7 +324,7 @@ func TestWatchSuperseded(t *testing.T) {
 	})
 
 	t.Run("during a poll", func(t *testing.T) {
-		e := newEnv(t, wake.Config{})
+		e := newEnv(t, wake.Config{WatchPoll: time.Minute})
 		entered, release := make(chan struct{}), make(chan struct{})
 		// The old wake's boot became ready 1 ms before the new wake's slack.
 		earlier := rewakeAt.Add(-time.Minute - time.Millisecond)
@@ -338,7 +350,7 @@ func TestWatchSuperseded(t *testing.T) {
 		close(release)
 
 		e.logs.wait(t, supersededLine)
-		want := machines.Record{Pod: "qwen", State: machines.Loading, WakeRequestedAt: rewakeAt, ModelLoadingSince: rewakeAt}
+		want := machines.Record{Pod: "qwen", State: machines.Loading, WakeRequestedAt: rewakeAt, ModelLoadingSince: rewakeAt, RunningAt: rewakeAt}
 		if diff := cmp.Diff(want, e.record(t)); diff != "" {
 			t.Errorf("record (-want +got):\n%s", diff)
 		}
@@ -369,7 +381,7 @@ func TestResume(t *testing.T) {
 		machines.Record{Pod: "loading-no-wake", State: machines.Loading, ModelLoadingSince: t0.Add(-time.Minute)},
 		machines.NewRecord("idle"),
 	)
-	e := newEnv(t, wake.Config{Records: recs})
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute, Records: recs})
 	e.gpu.getPod = func(_ context.Context, _ string, n int) (pluginapi.Pod, error) {
 		if n < 3 {
 			return exited(), nil
@@ -414,7 +426,7 @@ func TestResume(t *testing.T) {
 	e.step(t, time.Minute)
 	e.logs.wait(t, "wake ready for pod qwen: ready since 12:02 UTC")
 	wantRec := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: wakeAt,
-		ReadyAt: t0.Add(2*time.Minute + 40*time.Second)}
+		ReadyAt: t0.Add(2*time.Minute + 40*time.Second), RunningAt: t0.Add(2*time.Minute + 40*time.Second)}
 	if diff := cmp.Diff(wantRec, e.record(t)); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
 	}
@@ -424,7 +436,7 @@ func TestResume(t *testing.T) {
 // the original request, not 35 minutes after the restart.
 func TestResumeKeepsTheWakeDeadline(t *testing.T) {
 	wakeAt := t0.Add(-10 * time.Minute)
-	e := newEnv(t, wake.Config{Records: newMemRecords(
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute, Records: newMemRecords(
 		machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: wakeAt})})
 	if err := e.c.Resume(func(string) bool { return true }); err != nil {
 		t.Fatal(err)
@@ -472,12 +484,12 @@ func TestResumeLate(t *testing.T) {
 			pod:      upPod(wakeAt.Add(9 * time.Minute)),
 			wantLine: logLine{Level: "INFO", Pod: "qwen", Msg: "wake ready for pod qwen: ready since 10:09 UTC"},
 			wantRec: machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: wakeAt,
-				ReadyAt: wakeAt.Add(9 * time.Minute)},
+				ReadyAt: wakeAt.Add(9 * time.Minute), RunningAt: wakeAt.Add(9 * time.Minute)},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, wake.Config{Records: newMemRecords(
+			e := newEnv(t, wake.Config{WatchPoll: time.Minute, Records: newMemRecords(
 				machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: wakeAt})})
 			e.gpu.getPod = func(context.Context, string, int) (pluginapi.Pod, error) { return tt.pod, nil }
 			if err := e.c.Resume(func(string) bool { return true }); err != nil {
@@ -498,7 +510,7 @@ func TestResumeLate(t *testing.T) {
 
 // TestOneWatchPerWake: resuming twice starts one watch, not two.
 func TestOneWatchPerWake(t *testing.T) {
-	e := newEnv(t, wake.Config{Records: newMemRecords(
+	e := newEnv(t, wake.Config{WatchPoll: time.Minute, Records: newMemRecords(
 		machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0.Add(-10 * time.Minute)})})
 	for range 2 {
 		if err := e.c.Resume(func(string) bool { return true }); err != nil {

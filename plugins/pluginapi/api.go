@@ -89,11 +89,14 @@ type CompletionRequest struct {
 // https://host/v1) and never retries. A failed attempt returns a
 // *CompletionError.
 //
-// Since protocol 2 the wire carries one call, Stream (see Streamer): a
-// plugin's Provider should also be a Streamer; one that is not is served
-// through StreamFromComplete. On the host side Complete is Stream with a
-// request built from req and the answer's content read back (see
-// CompleteVia).
+// Since protocol 2 the wire carries Stream (see Streamer) for a
+// completion: a plugin's Provider should also be a Streamer; one that is
+// not is served through StreamFromComplete. On the host side Complete is
+// Stream with a request built from req and the answer's content read back
+// (see CompleteVia). Since protocol 3 it also carries Probe (see Prober): a
+// plugin's Provider must also be a Prober; one that is not answers every
+// probe with codes.Unimplemented, and the host never learns readiness
+// from it.
 type Provider interface {
 	Complete(ctx context.Context, endpoint string, req CompletionRequest) (string, error)
 }

@@ -1,6 +1,6 @@
 // Package pluginapi is the contract between wakehost and its plugins: the
-// plain Go types and interfaces (GPU, Provider and its one wire call,
-// Streamer), the go-plugin handshake (protocol 2) and
+// plain Go types and interfaces (GPU, Provider and its wire calls,
+// Streamer and Prober), the go-plugin handshake (protocol 3) and
 // plugin map, the gRPC adapters between those interfaces and the wire
 // (proto/wakeplugin.proto), the environment variables through which the
 // host configures a plugin, and ServeGPU / ServeProvider for a plugin's
@@ -16,9 +16,10 @@
 // # The wire rule
 //
 // A failure that is data (a pod lookup the conductor could not answer, a
-// classified completion failure) travels inside the gRPC response and is
-// rebuilt on the host side as the same Go value: a *LookupError or a
-// *CompletionError. A gRPC status error means the plugin itself failed.
+// classified completion failure, a model that does not answer a probe)
+// travels inside the gRPC response and is rebuilt on the host side as the
+// same Go value: a *LookupError, a *CompletionError or a ProbeResult. A
+// gRPC status error means the plugin itself failed.
 //
 // A completion's request and answer bodies are OpenAI chat-completions
 // JSON: the API's one format for a completion, whatever the model behind a

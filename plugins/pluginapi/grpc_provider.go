@@ -24,7 +24,8 @@ var (
 	_ Streamer = (*providerClient)(nil)
 )
 
-// Complete is CompleteVia over Stream: protocol 2 has no other call.
+// Complete is CompleteVia over Stream: the wire has no other completion
+// call since protocol 2.
 func (c *providerClient) Complete(ctx context.Context, endpoint string, req CompletionRequest) (string, error) {
 	return CompleteVia(ctx, c, endpoint, req)
 }
@@ -131,7 +132,8 @@ func (b *streamBody) Close() error {
 // providerServer is the plugin side of a Provider plugin.
 type providerServer struct {
 	pb.UnimplementedProviderServer
-	impl Streamer
+	impl   Streamer
+	prober Prober // nil when the Provider is no Prober
 }
 
 func newProviderServer(impl Provider) *providerServer {
@@ -139,7 +141,8 @@ func newProviderServer(impl Provider) *providerServer {
 	if !ok {
 		s = StreamFromComplete(impl)
 	}
-	return &providerServer{impl: s}
+	p, _ := impl.(Prober)
+	return &providerServer{impl: s, prober: p}
 }
 
 func (s *providerServer) Stream(req *pb.StreamRequest, srv pb.Provider_StreamServer) error {

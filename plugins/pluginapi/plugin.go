@@ -10,9 +10,10 @@ import (
 )
 
 // ProtocolVersion is the plugin protocol this package speaks. Protocol 2
-// replaced the Provider's Complete call with Stream; a plugin built against
-// protocol 1 fails the host's handshake.
-const ProtocolVersion = 2
+// replaced the Provider's Complete call with Stream; protocol 3 added the
+// Provider's Probe. A plugin built against an earlier protocol fails the
+// host's handshake.
+const ProtocolVersion = 3
 
 // Handshake is the go-plugin handshake every wake-on-chat plugin answers.
 // ProtocolVersion changes only when the proto changes incompatibly; the

@@ -108,7 +108,7 @@ func (c *Client) Stream(ctx context.Context, req pluginapi.StreamRequest) (*plug
 }
 
 func (c *Client) stream(ctx context.Context, req pluginapi.StreamRequest) (*pluginapi.StreamResponse, error) {
-	target, err := completionsURL(req.Endpoint)
+	target, err := apiURL(req.Endpoint, "/chat/completions")
 	if err != nil {
 		return nil, &pluginapi.CompletionError{Message: err.Error()}
 	}
@@ -217,14 +217,14 @@ func (c *Client) errorBody(b []byte) []byte {
 	return b
 }
 
-// completionsURL is endpoint + "/chat/completions". The error never
-// echoes the endpoint.
-func completionsURL(endpoint string) (string, error) {
+// apiURL is endpoint + path ("/chat/completions", "/models"). The error
+// never echoes the endpoint.
+func apiURL(endpoint, path string) (string, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return "", errors.New("invalid endpoint: want an absolute http or https base url")
 	}
-	return strings.TrimRight(u.String(), "/") + "/chat/completions", nil
+	return strings.TrimRight(u.String(), "/") + path, nil
 }
 
 // statusMessage is "HTTP 502 Bad Gateway", or "HTTP 400: <message>" when

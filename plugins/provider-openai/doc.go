@@ -2,14 +2,17 @@
 // completion servers (vLLM behind the RunPod proxy, in practice): a Client
 // that implements pluginapi.Streamer (and Provider on top of it) with
 // exactly one POST {endpoint}/chat/completions per call, the request body
-// sent as the host gave it and the answer handed back as it arrives.
+// sent as the host gave it and the answer handed back as it arrives, and
+// pluginapi.Prober with one GET {endpoint}/models per probe (vLLM answers
+// it only once its engine is up; it runs no model).
 //
 // It classifies every failure as a *pluginapi.CompletionError the way the
 // host's three-state wake logic needs it (design D6, D7, D10): the HTTP
 // status when the model answered, TransportFailure only when there was no
 // response at all, Aborted when the time cap or the caller cut the request,
 // and Status 200 for a 200 whose body died or stalled (whether a body
-// parses is the host's to say).
+// parses is the host's to say). A probe is classified the same way, as a
+// pluginapi.ProbeResult.
 //
 // It must not import any package of this module other than pluginapi, must
 // not read the environment (main does), must never retry or re-send a

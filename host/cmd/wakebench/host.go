@@ -42,7 +42,7 @@ const (
 type hostSpec struct {
 	conductorURL string
 	startTimeout time.Duration // [conductor] start_timeout; default 3s
-	watchPoll    time.Duration // [timings] watch_poll; default 60s
+	watchPoll    time.Duration // [timings] watch_poll; default 5s
 	storeDSN     string        // a PostgreSQL store's connection string, in storeEnv; "" for bbolt
 }
 

@@ -12,15 +12,21 @@
 //  6. the OpenAI-compatible door: streaming time to first byte and relay
 //     cost per chunk, 64 concurrent streams (order, CPU per chunk), and the
 //     non-streaming ready path, each beside the model called directly;
-//  7. measurements 1 and 3 again on a host whose store is PostgreSQL (a
+//  7. wake efficiency over a simulated working day (population.go): three
+//     populations of users (legacy askers, wait/resume clients on the event
+//     stream, OpenAI clients in hold mode), each on an in-process host and
+//     simulator with a scaled clock, side by side; printed as a second
+//     table, one column per population;
+//  8. measurements 1 and 3 again on a host whose store is PostgreSQL (a
 //     fresh schema per run on the server at WAKE_TEST_POSTGRES_DSN, default
-//     postgres://postgres@127.0.0.1:5432/test), beside bbolt's; skipped,
-//     saying so, when no server answers.
+//     postgres://postgres@127.0.0.1:5432/test), beside bbolt's runs of the
+//     same bench; in the first table; skipped, saying so, when no server
+//     answers.
 //
 // Each figure is the median of -runs runs, each on a fresh simulator and a
 // fresh host.
 //
-//	go run ./host/cmd/wakebench [-runs 5] [-quick] [-out FILE]
+//	go run ./host/cmd/wakebench [-runs 5] [-quick] [-only 1-6|7|8] [-out FILE]
 //
 // It builds with the go command on PATH, from the module of the working
 // directory. It talks to 127.0.0.1 only, bounds every loop in count and time,
@@ -53,15 +59,16 @@ type plan struct {
 	seqAsks     int // measurement 1 at concurrency 1
 	concAsks    int // measurement 1 at concurrency `concurrency`
 	concurrency int
-	readyPairs  int // measurement 2: turns through the host, and as many direct
-	warmup      int // measurement 2: pairs before measuring
-	burst       int // measurement 3
-	doorPairs   int // measurement 6: streams and non-streaming completions through the door, and as many direct
+	readyPairs  int     // measurement 2: turns through the host, and as many direct
+	warmup      int     // measurement 2: pairs before measuring
+	burst       int     // measurement 3
+	doorPairs   int     // measurement 6: streams and non-streaming completions through the door, and as many direct
+	day         dayPlan // measurement 7
 }
 
 var (
-	fullPlan  = plan{runs: 5, seqAsks: 200, concAsks: 2000, concurrency: 64, readyPairs: 1000, warmup: 100, burst: 1000, doorPairs: 300}
-	quickPlan = plan{runs: 2, seqAsks: 50, concAsks: 400, concurrency: 64, readyPairs: 200, warmup: 20, burst: 1000, doorPairs: 60}
+	fullPlan  = plan{runs: 5, seqAsks: 200, concAsks: 2000, concurrency: 64, readyPairs: 1000, warmup: 100, burst: 1000, doorPairs: 300, day: fullDay}
+	quickPlan = plan{runs: 2, seqAsks: 50, concAsks: 400, concurrency: 64, readyPairs: 200, warmup: 20, burst: 1000, doorPairs: 60, day: quickDay}
 )
 
 func main() {
@@ -75,9 +82,13 @@ func run() error {
 	runs := flag.Int("runs", 0, "runs per measurement, each figure their median (default 5; 2 with -quick)")
 	quick := flag.Bool("quick", false, "a smoke test: fewer runs and requests")
 	out := flag.String("out", "", "also write the table to this file")
+	only := flag.String("only", "", `run only these measurements: "1-6" (the table), "7" (the simulated day) or "8" (the PostgreSQL store, with bbolt's runs of 1 and 3 beside it)`)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", flag.Args())
+	}
+	if *only != "" && *only != "1-6" && *only != "7" && *only != "8" {
+		return fmt.Errorf(`-only must be "1-6", "7" or "8", not %q`, *only)
 	}
 	p := fullPlan
 	if *quick {
@@ -103,11 +114,31 @@ func run() error {
 	if err := binaries.Build(ctx, b.binDir); err != nil {
 		return err
 	}
-	rows, err := b.measure(ctx)
-	if err != nil {
-		return err
+	var table string
+	if *only != "7" {
+		var rows []row
+		var err error
+		if *only == "8" {
+			rows, err = b.measurePostgres(ctx, nil, nil)
+		} else {
+			rows, err = b.measure(ctx, *only == "")
+		}
+		if err != nil {
+			return err
+		}
+		table = renderTable(header(p, *quick, time.Now(), loadBefore, loadAvg(), fsType(work)), rows)
 	}
-	table := renderTable(header(p, *quick, time.Now(), loadBefore, loadAvg(), fsType(work)), rows)
+	if *only == "" || *only == "7" {
+		b.progressf("7 wake efficiency: three populations, a simulated %s day each, side by side", p.day.length)
+		days, err := b.days(ctx, p.day)
+		if err != nil {
+			return err
+		}
+		if table != "" {
+			table += "\n"
+		}
+		table += days
+	}
 	fmt.Print(table)
 	if *out != "" {
 		if err := os.WriteFile(*out, []byte(table), 0o644); err != nil {
@@ -131,8 +162,9 @@ func (b *harness) progressf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "wakebench: "+format+"\n", args...)
 }
 
-// measure runs every measurement -runs times and returns the table's rows.
-func (b *harness) measure(ctx context.Context) ([]row, error) {
+// measure runs measurements 1-6 -runs times and returns the table's rows;
+// withPostgres adds measurement 8's, beside the runs of 1 and 3.
+func (b *harness) measure(ctx context.Context, withPostgres bool) ([]row, error) {
 	p := b.plan
 	var startups []time.Duration
 	var fps [3][]footprint // after measurements 1, 2 and 3
@@ -166,7 +198,7 @@ func (b *harness) measure(ctx context.Context) ([]row, error) {
 		b.progressf("3 burst, run %d/%d: %d replies 200, starts %d, wall %s", i+1, p.runs, r.ok, r.starts, ms(r.wall))
 		bursts, startups, fps[2] = append(bursts, r), append(startups, r.startup), append(fps[2], r.fp)
 	}
-	var readiness [2][]readinessRun // watch_poll default (60s), short
+	var readiness [2][]readinessRun // watch_poll default (5s), short
 	for i := range p.runs {
 		for k, poll := range []time.Duration{0, shortWatchPoll} {
 			r, err := b.readiness(ctx, i, p.runs, poll)
@@ -189,11 +221,6 @@ func (b *harness) measure(ctx context.Context) ([]row, error) {
 		doors, startups = append(doors, r), append(startups, r.startup)
 	}
 
-	pg, err := b.postgres(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("measurement 7 (the PostgreSQL store): %w", err)
-	}
-
 	var rows []row
 	rows = append(rows, asleepRows(p, asleep)...)
 	rows = append(rows, readyRows(p, ready)...)
@@ -201,8 +228,28 @@ func (b *harness) measure(ctx context.Context) ([]row, error) {
 	rows = append(rows, readinessRows(readiness[0], readiness[1])...)
 	rows = append(rows, footprintRows(fps, startups)...)
 	rows = append(rows, doorRows(p, doors)...)
-	rows = append(rows, postgresRows(p, pg, asleep, bursts)...)
+	if withPostgres {
+		pg, err := b.measurePostgres(ctx, asleep, bursts)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, pg...)
+	}
 	return rows, nil
+}
+
+// measurePostgres runs measurement 8 and returns its rows, beside bbolt's
+// runs of measurements 1 and 3: asleep and bursts when given, else run here,
+// one of each before each PostgreSQL run.
+func (b *harness) measurePostgres(ctx context.Context, asleep []asleepRun, bursts []burstRun) ([]row, error) {
+	pg, err := b.postgres(ctx, asleep == nil)
+	if err != nil {
+		return nil, fmt.Errorf("measurement 8 (the PostgreSQL store): %w", err)
+	}
+	if asleep == nil {
+		asleep, bursts = pg.boltAsleep, pg.boltBursts
+	}
+	return postgresRows(b.plan, pg, asleep, bursts), nil
 }
 
 // shortWatchPoll is measurement 4's short [timings] watch_poll.

@@ -44,7 +44,7 @@ const (
 )
 
 // defaultWatchPoll is [timings] watch_poll's default.
-const defaultWatchPoll = 60 * time.Second
+const defaultWatchPoll = 5 * time.Second
 
 // lineWakeReady starts the log line of a watch that saw its wake ready.
 const lineWakeReady = "wake ready for pod " + sim.DefaultPod

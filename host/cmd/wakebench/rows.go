@@ -135,7 +135,8 @@ func readinessRows(long, short []readinessRun) []row {
 	rows := []row{
 		{"4", what(0), result(lm, longOwn, longLags), "< 20 ms (one poll) with either watch_poll", met},
 		{"4", what(shortWatchPoll), result(sm, shortOwn, shortLags), "< 20 ms (one poll) with either watch_poll", met},
-		{"4", "the machine records the outcome: the model answers → \"wake ready for pod\" logged (by the first read that sees it: the polling client's view or the watch), watch_poll 1s / 60s (default)",
+		{"4", fmt.Sprintf("the machine records the outcome: the model answers → \"wake ready for pod\" logged (by whichever sees it first: the polling client's view, or the watch's read or probe), watch_poll 1s / %s",
+			watchPollName(0)),
 			fmt.Sprintf("%s (runs: %s) / logged within the run in %d of %d runs",
 				ms(median(watch)), durations(watch), longLogged, len(long)), noTarget, noTarget},
 	}

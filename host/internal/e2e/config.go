@@ -17,6 +17,8 @@ import (
 type Config struct {
 	// DataDir is [server] data_dir; "" for "data" next to the wake.toml.
 	DataDir string
+	// AdminListen is [server] admin_listen; "" leaves it unset.
+	AdminListen string
 
 	// [conductor]
 	ConductorPlugin string
@@ -70,6 +72,7 @@ func (c Config) TOML() string {
 	b.WriteString("[server]\n")
 	set("listen", "127.0.0.1:0")
 	set("data_dir", c.DataDir)
+	set("admin_listen", c.AdminListen)
 	b.WriteString("\n[conductor]\n")
 	set("plugin", c.ConductorPlugin)
 	set("url", c.ConductorURL)

@@ -17,6 +17,7 @@ func TestWriteConfig(t *testing.T) {
 	dataDir := t.TempDir()
 	c, err := config.Load(WriteConfig(t, Config{
 		DataDir:           dataDir,
+		AdminListen:       "127.0.0.1:0",
 		ConductorPlugin:   "gpu-plugin",
 		ConductorURL:      "http://127.0.0.1:9",
 		LookupTimeout:     300 * time.Millisecond,
@@ -28,8 +29,9 @@ func TestWriteConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Server.Listen != "127.0.0.1:0" || c.DataDir() != dataDir {
-		t.Errorf("[server] listen %q, data dir %q; want 127.0.0.1:0 and %q", c.Server.Listen, c.DataDir(), dataDir)
+	if c.Server.Listen != "127.0.0.1:0" || c.DataDir() != dataDir || c.Server.AdminListen != "127.0.0.1:0" {
+		t.Errorf("[server] listen %q, data dir %q, admin_listen %q; want 127.0.0.1:0, %q and 127.0.0.1:0",
+			c.Server.Listen, c.DataDir(), c.Server.AdminListen, dataDir)
 	}
 	wantConductor := config.Conductor{
 		Plugin: "gpu-plugin", URL: "http://127.0.0.1:9",
@@ -61,6 +63,9 @@ func TestWriteConfigDefaults(t *testing.T) {
 	}
 	if diff := cmp.Diff(def.Timings, c.Timings); diff != "" {
 		t.Errorf("[timings] of a zero Config (-default +got):\n%s", diff)
+	}
+	if c.Server.AdminListen != "" {
+		t.Errorf("admin_listen %q of a zero Config, want none", c.Server.AdminListen)
 	}
 	if want := filepath.Join(filepath.Dir(path), "data"); c.DataDir() != want {
 		t.Errorf("data dir %q, want %q", c.DataDir(), want)

@@ -31,14 +31,13 @@ type notice struct {
 // of the database hear nothing of it.
 func (s *Store) channel() string { return "wake_records:" + s.schema }
 
-// notify sends the change of a record in tx.
-func (s *Store) notify(ctx context.Context, tx pgx.Tx, before, after machines.Record) error {
+// notice is the payload of the NOTIFY of a change from before to after.
+func (s *Store) notice(before, after machines.Record) (string, error) {
 	v, err := json.Marshal(notice{Origin: s.holder, Before: before, After: after})
 	if err != nil {
-		return fmt.Errorf("store: notice of pod %q: %w", after.Pod, err)
+		return "", fmt.Errorf("store: notice of pod %q: %w", after.Pod, err)
 	}
-	_, err = tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel(), string(v))
-	return dbErr(fmt.Sprintf("notify the change of pod %s", after.Pod), err)
+	return string(v), nil
 }
 
 // Operator log lines of the change listener.

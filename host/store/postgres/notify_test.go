@@ -48,7 +48,7 @@ func TestRecordChanges(t *testing.T) {
 	ready := waking
 	ready.State, ready.ReadyAt = machines.Ready, waking.WakeRequestedAt.Add(9*time.Minute)
 	for _, r := range []machines.Record{waking, ready} {
-		if _, _, err := a.UpdateRecord("qwen", func(machines.Record) (machines.Record, error) { return r, nil }); err != nil {
+		if _, _, err := a.UpdateRecord("qwen", func(machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,7 +63,7 @@ func TestRecordChanges(t *testing.T) {
 		}
 	}
 	// An update that changes nothing is no change.
-	if _, _, err := a.UpdateRecord("qwen", func(r machines.Record) (machines.Record, error) { return r, nil }); err != nil {
+	if _, _, err := a.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil }); err != nil {
 		t.Fatal(err)
 	}
 	if c, ok := next(atB, 200*time.Millisecond); ok {

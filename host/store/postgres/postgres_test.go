@@ -82,6 +82,49 @@ func version(t *testing.T, dsn string) int {
 	return v
 }
 
+// TestMigrateFromVersion1: a database a host of schema version 1 made
+// (before the wake log) is migrated at Open: its records are kept, its
+// pods have no logged wake, and wakes are logged from then on.
+func TestMigrateFromVersion1(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	ctx := context.Background()
+	s, err := open(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wake := time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
+	rec := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: wake, ReadyAt: wake.Add(4 * time.Minute)}
+	if err := s.PutRecord(rec); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// Version 2 only added wake_wakes: without it, the schema is version 1's.
+	pgtest.Exec(t, dsn, `DROP TABLE wake_wakes`)
+	pgtest.Exec(t, dsn, `UPDATE wake_schema SET version = 1`)
+
+	s, err = open(ctx, dsn)
+	if err != nil {
+		t.Fatalf("opening a version 1 schema: %v", err)
+	}
+	defer s.Close()
+	if got := version(t, dsn); got != postgres.SchemaVersion {
+		t.Errorf("schema version after the migration %d, want %d", got, postgres.SchemaVersion)
+	}
+	if got, err := s.Record("qwen"); err != nil || !got.Equal(rec) {
+		t.Errorf("the record after the migration = %+v, %v; want %+v", got, err, rec)
+	}
+	if ws, err := s.Wakes("qwen"); err != nil || len(ws) != 0 {
+		t.Errorf("Wakes after the migration = %v, %v; want none", ws, err)
+	}
+	w := machines.Wake{Pod: "qwen", RequestedAt: wake.Add(time.Hour), ReadyAt: wake.Add(time.Hour + 3*time.Minute), Outcome: "ready"}
+	if err := s.PutRecordWake(rec, w); err != nil {
+		t.Fatal(err)
+	}
+	if ws, err := s.Wakes("qwen"); err != nil || len(ws) != 1 || !ws[0].RequestedAt.Equal(w.RequestedAt) {
+		t.Errorf("Wakes after one logged = %v, %v; want it", ws, err)
+	}
+}
+
 // TestOpenErrors: what Open says about a DSN it cannot use names the
 // variable and says what is wrong, and never quotes the DSN or its
 // password.
@@ -138,7 +181,7 @@ func TestDatabaseDrops(t *testing.T) {
 	calls := map[string]func() error{
 		"Record": func() error { _, err := s.Record("qwen"); return err },
 		"UpdateRecord": func() error {
-			_, _, err := s.UpdateRecord("qwen", func(r machines.Record) (machines.Record, error) { return r, nil })
+			_, _, err := s.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
 			return err
 		},
 		"History": func() error { _, err := s.History("s", 2); return err },
@@ -146,6 +189,7 @@ func TestDatabaseDrops(t *testing.T) {
 			return s.AppendTurn("s", store.Message{Role: store.RoleUser}, store.Message{Role: store.RoleAssistant})
 		},
 		"Pending": func() error { _, _, err := s.Pending("s"); return err },
+		"Wakes":   func() error { _, err := s.Wakes("qwen"); return err },
 	}
 	for name, call := range calls {
 		began := time.Now()

@@ -64,6 +64,7 @@ func encodeRecord(r machines.Record) ([]byte, error) {
 	r.WakeRequestedAt = utc(r.WakeRequestedAt)
 	r.ModelLoadingSince = utc(r.ModelLoadingSince)
 	r.ReadyAt = utc(r.ReadyAt)
+	r.RunningAt = utc(r.RunningAt)
 	v, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("store: record of pod %q: %w", r.Pod, err)
@@ -74,34 +75,23 @@ func encodeRecord(r machines.Record) ([]byte, error) {
 // PutRecord stores r under r.Pod, replacing what was there. Its times are
 // stored in UTC.
 func (s *Store) PutRecord(r machines.Record) error {
+	return s.put(r, nil)
+}
+
+// put stores r, and w in its pod's wake log when w is not nil, in one
+// transaction under the lock of its row.
+func (s *Store) put(r machines.Record, w *machines.Wake) error {
 	if r.Pod == "" {
 		return errNoPod
-	}
-	v, err := encodeRecord(r)
-	if err != nil {
-		return err
 	}
 	return s.tx(fmt.Sprintf("store the record of pod %s", r.Pod), func(ctx context.Context, tx pgx.Tx) error {
 		before, err := lockRecord(ctx, tx, r.Pod)
 		if err != nil {
 			return err
 		}
-		if err := writeRecord(ctx, tx, r.Pod, v); err != nil {
-			return err
-		}
-		after, err := decodeRecord(r.Pod, v)
-		if err != nil {
-			return err
-		}
-		return s.notify(ctx, tx, before, after)
+		_, err = s.write(ctx, tx, before, r, w)
+		return err
 	})
-}
-
-// writeRecord stores v as pod's record in tx.
-func writeRecord(ctx context.Context, tx pgx.Tx, pod string, v []byte) error {
-	_, err := tx.Exec(ctx, `INSERT INTO wake_pods (pod, record) VALUES ($1, $2)
-		ON CONFLICT (pod) DO UPDATE SET record = EXCLUDED.record`, pod, v)
-	return dbErr(fmt.Sprintf("store the record of pod %s", pod), err)
 }
 
 // Records returns every stored record, sorted by pod (byte order, as the
@@ -131,15 +121,16 @@ func (s *Store) Records() ([]machines.Record, error) {
 }
 
 // UpdateRecord runs fn on pod's record and stores what fn returns unless it
-// is Equal to what fn was given; a change is decided under a lock on the
-// pod's row that holds across every replica of the database (SELECT … FOR
-// UPDATE). It first runs fn on a plain read: when that changes nothing (most
-// asks: "still waking"), nothing is locked or written, as if fn had run at
-// the moment of the read. Otherwise it locks the row, reads it again and
-// runs fn on that, so fn may run twice. It returns the record fn was last
-// given and the one now stored. When fn fails nothing is stored and its
-// error is returned as it is.
-func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, error)) (before, after machines.Record, err error) {
+// is Equal to what fn was given, with the wake log entry fn names, if any,
+// in one transaction; a change is decided under a lock on the pod's row
+// that holds across every replica of the database (SELECT … FOR UPDATE). It
+// first runs fn on a plain read: when that changes nothing (most asks:
+// "still waking"), nothing is locked or written, as if fn had run at the
+// moment of the read. Otherwise it locks the row, reads it again and runs
+// fn on that, so fn may run twice. It returns the record fn was last given
+// and the one now stored. When fn fails nothing is stored and its error is
+// returned as it is.
+func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
 	if pod == "" {
 		return machines.Record{}, machines.Record{}, errNoPod
 	}
@@ -147,7 +138,7 @@ func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Reco
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err
 	}
-	next, err := fn(rec)
+	next, _, err := fn(rec)
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err
 	}
@@ -160,7 +151,7 @@ func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Reco
 		if err != nil {
 			return err
 		}
-		next, err := fn(rec)
+		next, w, err := fn(rec)
 		if err != nil {
 			return err
 		}
@@ -171,22 +162,53 @@ func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Reco
 		if next.Pod != pod {
 			return fmt.Errorf("store: update of pod %s returned a record of pod %q", pod, next.Pod)
 		}
-		v, err := encodeRecord(next)
-		if err != nil {
-			return err
-		}
-		if err := writeRecord(ctx, tx, pod, v); err != nil {
-			return err
-		}
-		if after, err = decodeRecord(pod, v); err != nil {
-			return err
-		}
-		return s.notify(ctx, tx, rec, after)
+		after, err = s.write(ctx, tx, rec, next, w)
+		return err
 	})
 	if err != nil {
 		return machines.Record{}, machines.Record{}, s.closedOr(err)
 	}
 	return before, after, nil
+}
+
+// write stores next, the record of a pod whose row tx has locked, and w in
+// its wake log when w is not nil, and notifies the change from before: in
+// one batch, one round trip. It returns next as a read gives it back.
+func (s *Store) write(ctx context.Context, tx pgx.Tx, before, next machines.Record, w *machines.Wake) (machines.Record, error) {
+	pod := next.Pod
+	v, err := encodeRecord(next)
+	if err != nil {
+		return machines.Record{}, err
+	}
+	after, err := decodeRecord(pod, v)
+	if err != nil {
+		return machines.Record{}, err
+	}
+	nt, err := s.notice(before, after)
+	if err != nil {
+		return machines.Record{}, err
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO wake_pods (pod, record) VALUES ($1, $2)
+		ON CONFLICT (pod) DO UPDATE SET record = EXCLUDED.record`, pod, v)
+	what := fmt.Sprintf("store the record of pod %s", pod)
+	if w != nil {
+		entry, err := store.LogEntry(next, *w)
+		if err != nil {
+			return machines.Record{}, err
+		}
+		wv, err := json.Marshal(entry)
+		if err != nil {
+			return machines.Record{}, fmt.Errorf("store: wake of pod %q: %w", pod, err)
+		}
+		queueWake(b, pod, entry.RequestedAt.UnixNano(), wv)
+		what = fmt.Sprintf("store the record and a wake of pod %s", pod)
+	}
+	b.Queue(`SELECT pg_notify($1, $2)`, s.channel(), nt)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return machines.Record{}, dbErr(what, err)
+	}
+	return after, nil
 }
 
 // lockRecord reads pod's record in tx and locks its row until tx ends. A

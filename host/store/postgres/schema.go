@@ -49,6 +49,15 @@ CREATE UNLOGGED TABLE wake_leases (
 );
 CREATE INDEX wake_leases_holder ON wake_leases (holder);
 `,
+	// 2: each pod's wake log (store.WakeLog), written with its record.
+	`
+CREATE TABLE wake_wakes (
+	pod       text NOT NULL,
+	requested bigint NOT NULL, -- the wake's request time in Unix nanoseconds: which wake it is
+	wake      jsonb NOT NULL,  -- a machines.Wake
+	PRIMARY KEY (pod, requested)
+);
+`,
 }
 
 // SchemaVersion is the version of the schema this host writes.

@@ -23,6 +23,7 @@ func record(pod string) machines.Record {
 	return machines.Record{
 		Pod: pod, State: machines.Refused, WakeRequestedAt: wake,
 		ModelLoadingSince: wake.Add(time.Minute), ReadyAt: wake.Add(9 * time.Minute), RefusedStatus: 409,
+		RunningAt: wake.Add(40 * time.Second), Served: true,
 	}
 }
 
@@ -31,6 +32,7 @@ func inUTC(r machines.Record) machines.Record {
 	r.WakeRequestedAt = r.WakeRequestedAt.UTC()
 	r.ModelLoadingSince = r.ModelLoadingSince.UTC()
 	r.ReadyAt = r.ReadyAt.UTC()
+	r.RunningAt = r.RunningAt.UTC()
 	return r
 }
 
@@ -67,7 +69,7 @@ func testRecords(t *testing.T, s Suite) {
 	if diff := cmp.Diff(inUTC(replaced), got); diff != "" {
 		t.Errorf("Record after PutRecord (-want +got):\n%s", diff)
 	}
-	for _, tm := range []time.Time{got.WakeRequestedAt, got.ModelLoadingSince, got.ReadyAt} {
+	for _, tm := range []time.Time{got.WakeRequestedAt, got.ModelLoadingSince, got.ReadyAt, got.RunningAt} {
 		if tm.Location() != time.UTC {
 			t.Errorf("a time came back in %v, want UTC", tm.Location())
 		}
@@ -98,7 +100,7 @@ func testUpdateRecord(t *testing.T, s Suite) {
 	st, _ := open(t, s, 0)
 
 	// Unchanged: nothing is stored, not even the new pod's default.
-	before, after, err := st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, error) { return r, nil })
+	before, after, err := st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
 	must(t, err)
 	if want := machines.NewRecord("qwen"); !before.Equal(want) || !after.Equal(want) {
 		t.Errorf("UpdateRecord of an unknown pod, unchanged = %+v, %+v; want the new record twice", before, after)
@@ -109,7 +111,7 @@ func testUpdateRecord(t *testing.T, s Suite) {
 
 	// Changed: stored, and returned as a read gives it back.
 	want := record("qwen")
-	before, after, err = st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, error) { return want, nil })
+	before, after, err = st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return want, nil, nil })
 	must(t, err)
 	if diff := cmp.Diff(machines.NewRecord("qwen"), before); diff != "" {
 		t.Errorf("UpdateRecord's before (-want +got):\n%s", diff)
@@ -123,21 +125,21 @@ func testUpdateRecord(t *testing.T, s Suite) {
 
 	// fn fails: nothing stored, its error back as it is.
 	errFn := errors.New("the machine refused")
-	_, _, err = st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, error) {
+	_, _, err = st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) {
 		r.State = machines.Ready
-		return r, errFn
+		return r, nil, errFn
 	})
 	if !errors.Is(err, errFn) {
 		t.Errorf("UpdateRecord with a failing fn: %v, want its error", err)
 	}
 	// A record of another pod is refused.
-	if _, _, err := st.UpdateRecord("qwen", func(machines.Record) (machines.Record, error) { return record("llama"), nil }); err == nil {
+	if _, _, err := st.UpdateRecord("qwen", func(machines.Record) (machines.Record, *machines.Wake, error) { return record("llama"), nil, nil }); err == nil {
 		t.Error("UpdateRecord whose fn returns another pod's record: no error")
 	}
 	if got, err := st.Record("qwen"); err != nil || !got.Equal(want) {
 		t.Errorf("Record after failed updates = %+v, %v; want it unchanged, %+v", got, err, want)
 	}
-	if _, _, err := st.UpdateRecord("", func(r machines.Record) (machines.Record, error) { return r, nil }); err == nil {
+	if _, _, err := st.UpdateRecord("", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil }); err == nil {
 		t.Error("UpdateRecord of an empty pod name: no error")
 	}
 
@@ -159,9 +161,9 @@ func checkUpdatesSerialised(t *testing.T, stores []store.Records) {
 		st := stores[i%len(stores)]
 		wg.Go(func() {
 			<-start
-			_, _, err := st.UpdateRecord("counted", func(r machines.Record) (machines.Record, error) {
+			_, _, err := st.UpdateRecord("counted", func(r machines.Record) (machines.Record, *machines.Wake, error) {
 				r.RefusedStatus++
-				return r, nil
+				return r, nil, nil
 			})
 			errs <- err
 		})

@@ -52,6 +52,7 @@ var T0 = time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
 func Run(t *testing.T, s Suite) {
 	t.Run("Records", func(t *testing.T) { testRecords(t, s) })
 	t.Run("UpdateRecord", func(t *testing.T) { testUpdateRecord(t, s) })
+	t.Run("WakeLog", func(t *testing.T) { testWakeLog(t, s) })
 	t.Run("History", func(t *testing.T) { testHistory(t, s) })
 	t.Run("Pending", func(t *testing.T) { testPending(t, s) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, s) })
@@ -101,8 +102,12 @@ func testClosed(t *testing.T, s Suite) {
 		"Record":    func() error { _, err := st.Record("qwen"); return err },
 		"PutRecord": func() error { return st.PutRecord(record("qwen")) },
 		"Records":   func() error { _, err := st.Records(); return err },
+		"PutRecordWake": func() error {
+			return st.PutRecordWake(record("qwen"), machines.Wake{RequestedAt: T0})
+		},
+		"Wakes": func() error { _, err := st.Wakes("qwen"); return err },
 		"UpdateRecord": func() error {
-			_, _, err := st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, error) { return r, nil })
+			_, _, err := st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
 			return err
 		},
 		"History":    func() error { _, err := st.History("s", 2); return err },

@@ -1,5 +1,6 @@
 // Command oldplugin is a provider plugin that answers the handshake with
-// plugin protocol 1, as every plugin built before protocol 2 does.
+// plugin protocol 2, as every plugin built before protocol 3 (Probe) does:
+// it serves Stream (through StreamFromComplete) and no Probe.
 package main
 
 import (
@@ -18,7 +19,7 @@ func (provider) Complete(context.Context, string, pluginapi.CompletionRequest) (
 
 func main() {
 	hs := pluginapi.Handshake
-	hs.ProtocolVersion = 1
+	hs.ProtocolVersion = 2
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: hs,
 		Plugins:         map[string]plugin.Plugin{pluginapi.KindProvider: &pluginapi.ProviderPlugin{Impl: provider{}}},

@@ -13,6 +13,9 @@
 //	Complete model "crash" exits mid-call; model "size" answers that many
 //	         bytes, the last message's content in decimal; else "echo: " + the
 //	         last message
+//	Probe endpoint ".../crash" exits mid-call; ".../hang" never answers;
+//	         ".../broken" returns an error; ".../loading" is not answered, with
+//	         $TESTPLUGIN_SECRET in its message; else answered
 package main
 
 import (
@@ -99,6 +102,21 @@ func (provider) Complete(_ context.Context, _ string, req pluginapi.CompletionRe
 		return strings.Repeat("x", n), nil
 	}
 	return "echo: " + req.Messages[len(req.Messages)-1].Content, nil
+}
+
+func (provider) Probe(ctx context.Context, endpoint string) (pluginapi.ProbeResult, error) {
+	switch endpoint[strings.LastIndex(endpoint, "/")+1:] {
+	case "crash":
+		os.Exit(3)
+	case "hang":
+		<-ctx.Done()
+		select {}
+	case "broken":
+		return pluginapi.ProbeResult{}, errors.New("broken on purpose")
+	case "loading":
+		return pluginapi.ProbeResult{Status: 502, Message: "HTTP 502 from " + os.Getenv("TESTPLUGIN_SECRET")}, nil
+	}
+	return pluginapi.ProbeResult{Answered: true, Status: 200}, nil
 }
 
 func main() {

@@ -1,0 +1,147 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/chat"
+	"github.com/wakeonchat/wakeonchat/host/status"
+)
+
+// The operators' surface: what [server] admin_listen moves to an address
+// of its own. It is GET /metrics and the status page (GET / and its parts
+// under /status/, status.IsPath), mounted on adminRoutes and named by
+// isAdminPath. On an address of its own it also serves the pod event
+// streams, which the page follows.
+
+// isAdminPath reports whether a request for p goes to the operators'
+// surface when the main listener serves it.
+func isAdminPath(p string) bool {
+	return p == "/metrics" || status.IsPath(p)
+}
+
+// adminRoutes serves the operators' surface. Every answer but the metrics
+// themselves is JSON, like the main listener's.
+func (a *App) adminRoutes() http.Handler {
+	mux := http.NewServeMux()
+	metrics := a.metrics.Handler()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", http.MethodGet)
+			writeAdminError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
+			return
+		}
+		metrics.ServeHTTP(w, r)
+	})
+	mux.Handle("/{$}", a.page)
+	mux.Handle(status.Prefix, a.page)
+	// The page follows each pod's event stream where it was loaded from. On
+	// the main listener this path never comes here (it is not isAdminPath):
+	// the API serves it.
+	mux.Handle("/api/pods/{name}/events", a.server.Handler())
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeAdminError(w, http.StatusNotFound, adminNoEndpoint(r))
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ServeMux answers an unclean path with an HTML redirect.
+		if p := r.URL.Path; p == "" || path.Clean(p) != p {
+			writeAdminError(w, http.StatusNotFound, adminNoEndpoint(r))
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// adminNoEndpoint names the missing endpoint when its path is plain (the
+// client's text is never echoed otherwise).
+func adminNoEndpoint(r *http.Request) string {
+	const serves = "this address serves GET /metrics, the status page (GET /, its parts under /status/) and the pod event streams (GET /api/pods/{name}/events)"
+	if plainPath(r.URL.Path) {
+		return "no such endpoint: " + r.Method + " " + r.URL.Path + "; " + serves
+	}
+	return "no such endpoint; " + serves
+}
+
+func plainPath(p string) bool {
+	if len(p) == 0 || len(p) > 128 || p[0] != '/' {
+		return false
+	}
+	for _, c := range p {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func writeAdminError(w http.ResponseWriter, status int, msg string) {
+	b, _ := json.Marshal(map[string]string{"error": msg})
+	b = append(b, '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+// listenAdmin opens [server] admin_listen, when it is set, and builds the
+// server that serves the operators' surface there.
+func (a *App) listenAdmin() error {
+	addr := a.cfg.Server.AdminListen
+	if addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("server.admin_listen: %w", err)
+	}
+	a.adminLn = chat.Listener(ln, 0)
+	a.admin = &http.Server{
+		Handler:           a.adminRoutes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	return nil
+}
+
+// AdminAddr is the address of the admin listener ([server] admin_listen),
+// or "" when the main listener serves the operators' surface.
+func (a *App) AdminAddr() string {
+	if a.adminLn == nil {
+		return ""
+	}
+	return a.adminLn.Addr().String()
+}
+
+// shutdownAdmin stops the admin server after the main one: it kept
+// serving the metrics while the turns finished. When ctx has ended (the
+// grace ran out) it is closed at once.
+func (a *App) shutdownAdmin(ctx context.Context) error {
+	if a.admin == nil {
+		return nil
+	}
+	if ctx.Err() == nil {
+		if err := a.admin.Shutdown(ctx); err == nil || ctx.Err() == nil {
+			return wrapAdmin(err)
+		}
+	}
+	return wrapAdmin(a.admin.Close())
+}
+
+func wrapAdmin(err error) error {
+	if err == nil || errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("admin http: %w", err)
+}

@@ -1,0 +1,32 @@
+package app
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/wakeonchat/wakeonchat/host/status"
+	"github.com/wakeonchat/wakeonchat/machines"
+)
+
+// statusPage is the operators' status page (host/status): GET / and its
+// parts under /status/ (status.IsPath), on the operators' surface
+// (adminRoutes: the main listener, or [server] admin_listen). It reads the
+// pods from the event hub (no conductor lookup), the wake log from the
+// store and the plugins' health from their supervisors; pod is the
+// machine, for the reply a turn would get.
+func (a *App) statusPage(pod *machines.Pod) http.Handler {
+	var names []string
+	for _, p := range a.cfg.Providers {
+		if p.Pod != "" && !slices.Contains(names, p.Pod) {
+			names = append(names, p.Pod)
+		}
+	}
+	plugins := []status.Plugin{{For: "conductor", Health: a.gpu}}
+	for i, p := range a.cfg.Providers {
+		plugins = append(plugins, status.Plugin{For: "provider " + p.Name, Health: a.provs[i]})
+	}
+	return status.New(status.Config{
+		Names: names, Pods: a.hub, Policy: pod, Estimate: a.coord.Estimate, Wakes: a.store,
+		Plugins: plugins, Clock: a.clock, Logger: a.log,
+	}).Handler()
+}

@@ -1,0 +1,217 @@
+package chat
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/events"
+	"github.com/wakeonchat/wakeonchat/machines"
+)
+
+// Events pushes each pod's record changes; *events.Hub is one. Subscribing
+// asks the conductor nothing.
+type Events interface {
+	Subscribe(pod string) (events.Update, *events.Subscription)
+}
+
+// DefaultEventsKeepalive is how often an open pod event stream gets an SSE
+// comment, in wall time: proxies cut a silent response (nginx after 60 s).
+const DefaultEventsKeepalive = 15 * time.Second
+
+// streamWriteWait caps each write to an event stream: a client that reads
+// nothing for this long is cut, and its subscription with it.
+const streamWriteWait = 30 * time.Second
+
+// podEvent is one event of GET /api/pods/{name}/events: the pod's state as
+// the machine has it, with no lookup of its own. It never carries a URL.
+type podEvent struct {
+	Pod             string     `json:"pod"`
+	State           string     `json:"state"`
+	Status          *string    `json:"status"`
+	Ready           bool       `json:"ready"`
+	ReadySince      *time.Time `json:"readySince"`
+	WakeRequestedAt *time.Time `json:"wakeRequestedAt"`
+	Outcome         *string    `json:"outcome"`
+	ElapsedSeconds  *int64     `json:"elapsedSeconds"`
+	EtaSeconds      *int64     `json:"etaSeconds"`
+	At              time.Time  `json:"at"`
+}
+
+// podEventKey is what makes an event worth sending: the same key as the
+// last event sent is no news (elapsed and remaining time move on their own).
+type podEventKey struct {
+	state, status, outcome string
+	ready                  bool
+	readySince, wake       time.Time
+}
+
+func (e podEvent) key() podEventKey {
+	k := podEventKey{state: e.State, ready: e.Ready}
+	if e.Status != nil {
+		k.status = *e.Status
+	}
+	if e.Outcome != nil {
+		k.outcome = *e.Outcome
+	}
+	if e.ReadySince != nil {
+		k.readySince = *e.ReadySince
+	}
+	if e.WakeRequestedAt != nil {
+		k.wake = *e.WakeRequestedAt
+	}
+	return k
+}
+
+// streamEnd is the last event of a stream the host ends.
+type streamEnd struct {
+	Reason string `json:"reason"` // "lagged" or "shutdown"
+	Error  string `json:"error"`
+}
+
+// eventsPath is where pod's event stream is served.
+func eventsPath(pod string) string { return "/api/pods/" + url.PathEscape(pod) + "/events" }
+
+// handleEvents is GET /api/pods/{name}/events: a text/event-stream whose
+// first event is the pod's current view and then one event per change of
+// it, pushed by the hub (no conductor lookup of its own), with an SSE comment
+// every EventsKeepalive. It ends when the client leaves, when it falls
+// behind (a last event says so), and when the host shuts down (likewise).
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	if !allow(w, r, http.MethodGet) {
+		return
+	}
+	name := r.PathValue("name")
+	if _, ok := s.cfg.Pods[name]; !ok {
+		writeError(w, http.StatusNotFound, unknownPod(name))
+		return
+	}
+	if s.cfg.Events == nil {
+		writeError(w, http.StatusServiceUnavailable, "the pod event stream is not available")
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	cur, sub := s.cfg.Events.Subscribe(name)
+	defer sub.Close()
+	out := sse{w: w, rc: http.NewResponseController(w)}
+	w.WriteHeader(http.StatusOK)
+	last := s.podEvent(name, cur, s.cfg.Clock.Now())
+	if out.send("", last) != nil {
+		return
+	}
+	keepalive := time.NewTicker(s.cfg.EventsKeepalive)
+	defer keepalive.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-keepalive.C:
+			if out.write([]byte(": keepalive\n\n")) != nil {
+				return
+			}
+		case u, ok := <-sub.C():
+			if !ok {
+				s.endStream(out, name, sub.Err())
+				return
+			}
+			ev := s.podEvent(name, u, u.At)
+			if ev.key() == last.key() {
+				continue
+			}
+			if out.send("", ev) != nil {
+				return
+			}
+			last = ev
+		}
+	}
+}
+
+// endStream writes the last event of a stream the hub ended: it fell
+// behind, or the host is shutting down.
+func (s *Server) endStream(out sse, pod string, err error) {
+	end := streamEnd{Reason: "shutdown", Error: "the host is shutting down"}
+	if errors.Is(err, events.ErrLagged) {
+		s.cfg.Logger.Warn("event stream lagged for pod "+pod+"; closed", "pod", pod)
+		end = streamEnd{Reason: "lagged", Error: "this stream fell behind the pod's changes and is closed; subscribe again for the current view"}
+	}
+	_ = out.send("end", end)
+}
+
+// podEvent is what u says of pod at at. State and ready are the machine's
+// (machines.Reports, through Update.Report). While a wake is in progress,
+// elapsed counts from its request and eta is the estimate less that, never
+// below zero.
+func (s *Server) podEvent(pod string, u events.Update, at time.Time) podEvent {
+	state, ready := u.Report()
+	rec := u.Record
+	e := podEvent{Pod: pod, State: string(state), Ready: ready, At: at.UTC()}
+	if u.View.Status != "" {
+		st := u.View.Status
+		e.Status = &st
+	}
+	if state == machines.Ready && !rec.ReadyAt.IsZero() {
+		t := rec.ReadyAt.UTC()
+		e.ReadySince = &t
+	}
+	if !rec.WakeRequestedAt.IsZero() {
+		t := rec.WakeRequestedAt.UTC()
+		e.WakeRequestedAt = &t
+	}
+	if o := rec.Outcome(); o != "" {
+		e.Outcome = &o
+	}
+	if u.InProgress() {
+		elapsed := max(0, at.Sub(rec.WakeRequestedAt))
+		secs := int64(elapsed / time.Second)
+		e.ElapsedSeconds = &secs
+		if s.cfg.Estimate != nil {
+			eta := max(0, s.cfg.Estimate(pod)-elapsed)
+			left := int64((eta + time.Second - 1) / time.Second)
+			e.EtaSeconds = &left
+		}
+	}
+	return e
+}
+
+// sse writes server-sent events, each flushed at once.
+type sse struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+// send writes one event named name ("" for the default, message) whose
+// data is v as JSON.
+func (o sse) send(name string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var b []byte
+	if name != "" {
+		b = append(b, "event: "+name+"\n"...)
+	}
+	b = append(b, "data: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	return o.write(b)
+}
+
+func (o sse) write(b []byte) error {
+	// The server's write timeout is for a turn; a stream lasts as long as
+	// its client reads.
+	_ = o.rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
+	if _, err := o.w.Write(b); err != nil {
+		return err
+	}
+	return o.rc.Flush()
+}
