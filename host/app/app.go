@@ -145,21 +145,14 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.startMetrics(pod); err != nil {
-		return nil, err
-	}
+	a.startMetrics(pod)
 	if err := a.startPlugins(ctx, o.Getenv, o.Simulate); err != nil {
 		return nil, err
 	}
 	// Every stored change of a pod's record is pushed to whoever waits on
 	// the pod (the event streams, the door's held requests), who ask the
-	// conductor nothing. The hub starts from the stored records.
+	// conductor nothing.
 	a.hub = events.New(0)
-	recs, err := a.store.Records()
-	if err != nil {
-		return nil, fmt.Errorf("reading the wake records: %w", err)
-	}
-	a.hub.Seed(recs)
 	a.onChange = append(a.onChange, a.hub.Publish)
 	// On a shared store each wake's watch holds a lease, and a host whose
 	// watch died is taken over within about a lease.
@@ -174,6 +167,18 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		Probe:   a.probers(), ProbeInterval: cfg.Timings.ProbeInterval.Duration,
 		Leases: a.store, Takeover: takeover,
 	})
+	// The other hosts' changes come from the store (before the records
+	// are read, so that none falls between); then the hub and the metrics
+	// start from the stored records.
+	if err := a.followElsewhere(); err != nil {
+		return nil, err
+	}
+	recs, err := a.store.Records()
+	if err != nil {
+		return nil, fmt.Errorf("reading the wake records: %w", err)
+	}
+	a.hub.Seed(recs)
+	a.seedMetrics(recs)
 	// Every resolver tells the machine what the conductor says and which
 	// turns were answered.
 	models, pods, err := a.models(o.Getenv, o.Simulate, a.coord)

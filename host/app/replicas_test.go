@@ -297,3 +297,104 @@ func TestThreeReplicas(t *testing.T) {
 		}
 	}
 }
+
+// elsewhereWithin is how soon a change one replica stores reaches another's
+// event stream (issue 13: within 1 s).
+const elsewhereWithin = time.Second
+
+// nextState is the stream's next pod event in state, skipping others; it
+// fails the test when none comes within d.
+func (es *eventStream) nextState(t *testing.T, state string, d time.Duration) podEvent {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case e, ok := <-es.events:
+			if !ok {
+				t.Fatalf("the event stream ended before %s", state)
+			}
+			var p podEvent
+			if e.Name != "" || json.Unmarshal([]byte(e.Data), &p) != nil {
+				t.Fatalf("event %q %s, want a pod event", e.Name, e.Data)
+			}
+			if p.State == state {
+				return p
+			}
+		case <-deadline:
+			t.Fatalf("no %s event within %v", state, d)
+			return podEvent{}
+		}
+	}
+}
+
+// TestReplicaEvents: what one replica stores, another's event stream
+// shows within a second, and its pod report, metrics and status page count
+// it: a wake decided on A is waking on B's stream; its outcome, recorded by
+// A's watch, is ready on B's, B's estimate is measured from the wake A
+// logged, B's status page lists it, and B's pod state metric follows while
+// only A counts the wake.
+func TestReplicaEvents(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	p := newSharedPod(t)
+	hosts := startReplicas(t, 2, dsn, p)
+	a, b := hosts[0], hosts[1]
+
+	atB := openStream(t, b.client, b.base, "/api/pods/qwen/events")
+	if first := atB.nextPod(t); first.State != "asleep" {
+		t.Fatalf("B's first event: %+v, want asleep", first)
+	}
+	status, body := a.post(chatRequest{Message: "hello", SessionID: "s"})
+	replied := time.Now()
+	var r chatReply
+	if json.Unmarshal([]byte(body), &r); status != http.StatusOK || r.Reply != e2e.ReplyWaking {
+		t.Fatalf("the ask on A: %d %s, want the waking reply", status, body)
+	}
+	waking := atB.nextState(t, "waking", waitFor)
+	if lag := time.Since(replied); lag > elsewhereWithin {
+		t.Errorf("B's stream showed waking %v after A replied, want within %v", lag, elsewhereWithin)
+	}
+	if waking.WakeRequestedAt == nil || waking.ElapsedSeconds == nil || waking.EtaSeconds == nil {
+		t.Errorf("B's waking event %+v lacks the wake's request, elapsed or eta", waking)
+	}
+
+	// Ready since a second after the request, so that the wake A logs
+	// takes a positive time and counts in the estimate.
+	for time.Now().Truncate(time.Second).Compare(waking.WakeRequestedAt.Add(time.Second)) < 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.makeReady()
+	if got := waitLine(t, hosts, "wake ready for pod qwen", waitFor); got != 0 {
+		t.Fatalf("replica %d recorded the wake ready, want A, whose watch it is", got)
+	}
+	recorded := time.Now()
+	ready := atB.nextState(t, "ready", waitFor)
+	if lag := time.Since(recorded); lag > elsewhereWithin {
+		t.Errorf("B's stream showed ready %v after A recorded it, want within %v", lag, elsewhereWithin)
+	}
+	if !ready.Ready || ready.Outcome == nil || *ready.Outcome != "ready" {
+		t.Errorf("B's ready event: %+v, want a fresh ready with the outcome ready", ready)
+	}
+
+	// B's estimate counts the wake A logged.
+	_, raw, err := b.get("/api/pods/qwen")
+	var report struct {
+		EstimateWakes int `json:"estimateWakes"`
+	}
+	if err != nil || json.Unmarshal([]byte(raw), &report) != nil || report.EstimateWakes != 1 {
+		t.Errorf("GET /api/pods/qwen on B: %s, %v; want estimateWakes 1, the wake A logged", raw, err)
+	}
+	// B's status page lists it, from the shared wake log.
+	if _, frag, err := b.get("/status/pods/qwen"); err != nil || !strings.Contains(frag, `<td class="ok">ready</td>`) {
+		t.Errorf("B's status fragment lacks the wake A logged (%v):\n%s", err, frag)
+	}
+	// B's pod state follows; the wake is counted once, by A.
+	scrapeB, scrapeA := scrapeAt(t, b.client, b.base), scrapeAt(t, a.client, a.base)
+	if v := scrapeB.value("wakeonchat_pod_state", "pod=qwen", "state=ready"); v != 1 {
+		t.Errorf("B's wakeonchat_pod_state{state=ready} = %v, want 1", v)
+	}
+	wakesA := scrapeA.byLabel("wakeonchat_wakes_total", "outcome")
+	wakesB := scrapeB.byLabel("wakeonchat_wakes_total", "outcome")
+	if wakesA["ready"] != 1 || wakesB["ready"] != 0 {
+		t.Errorf("wakes counted ready: A %v, B %v; want the one wake on A alone", wakesA, wakesB)
+	}
+}

@@ -167,6 +167,8 @@ type RecordChange struct {
 type Changes interface {
 	// OnRecordChange calls fn, on a goroutine of the store's, with every
 	// change another host makes, in the order they were stored, until
-	// Close. fn must not block. Only one fn may be set.
+	// Close. The later changes wait while fn runs: it may read the store
+	// (the listener has a connection of its own), but should be quick.
+	// Only one fn may be set.
 	OnRecordChange(fn func(RecordChange)) error
 }

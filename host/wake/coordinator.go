@@ -342,6 +342,40 @@ func (c *Coordinator) readWakeLogLocked(pod string) {
 	}
 }
 
+// Elsewhere is for a change of pod's record that another host sharing the
+// store made (store.Changes). Under the pod's lock it reads the pod's wake
+// log again, since the other host may have logged a wake, and the record
+// as stored now, and calls seen with that record: seen runs in order with
+// this host's own changes of the pod (Config.Changed runs under the same
+// lock), and gets the newest record even when changes came quicker than
+// their notices. seen must not block or call back into the Coordinator.
+//
+// Between another host's change and its notice, this host's estimate may
+// be the one before it, and a turn it answers may miss marking a wake just
+// logged elsewhere as served: the notices come within about a second.
+func (c *Coordinator) Elsewhere(pod string, seen func(machines.Record)) error {
+	if !c.enter() {
+		return ErrClosed
+	}
+	defer c.wg.Done()
+	unlock := c.lockPod(pod)
+	defer unlock()
+	if c.wakes != nil {
+		c.mu.Lock()
+		if c.logs[pod] == nil {
+			c.logs[pod] = &podLog{}
+		}
+		c.mu.Unlock()
+		c.readWakeLogLocked(pod)
+	}
+	rec, err := c.records.Record(pod)
+	if err != nil {
+		return fmt.Errorf("wake: record of pod %s: %w", pod, err)
+	}
+	seen(rec)
+	return nil
+}
+
 // Record returns the pod's current record.
 func (c *Coordinator) Record(pod string) (machines.Record, error) {
 	r, err := c.records.Record(pod)

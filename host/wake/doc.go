@@ -40,12 +40,13 @@
 //     never-ready, or superseded by a newer wake), and again when it serves
 //     its first turn, its entry of the pod's wake log (machines.LogWake:
 //     request, first seen RUNNING, ready, outcome, served) is stored with
-//     the record, in one transaction (Config.Wakes). The median of the
-//     last completed wakes is the estimate every later event carries
-//     (Estimate), so the replies say how long this pod's wakes take.
+//     the record, in one transaction (Records.UpdateRecord). The median of
+//     the last completed wakes in the log (Config.Wakes) is the estimate
+//     every later event carries (Estimate), so the replies say how long
+//     this pod's wakes take.
 //  5. After a restart, Resume watches again every stored wake whose outcome
 //     is unknown, on the wake's own clock.
-//  5. With Config.Leases, a watch runs only while it holds the wake's lease,
+//  6. With Config.Leases, a watch runs only while it holds the wake's lease,
 //     so of the hosts sharing the store one watches each wake; with
 //     Config.Takeover, a host looks for wakes in progress that nobody
 //     watches (their host died) and takes their watch over (takeover.go).
@@ -64,5 +65,6 @@
 // answered turns reach it; give it a Prober for the pods' models (without
 // one, a wake's readiness waits for a read's readySince or a turn); call
 // Resume once at start-up, after the store is
-// open; call Close before closing the store.
+// open; on a store other hosts share, call Elsewhere with each change they
+// make (store.Changes); call Close before closing the store.
 package wake
