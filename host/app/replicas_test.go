@@ -167,9 +167,10 @@ func waitLine(t *testing.T, hosts []*wakehost, prefix string, within time.Durati
 // 1000 asks spread over them makes one start, and every ask gets the same
 // wake's reply; a turn of a session running on one host is a 409 on
 // another; a wait left on one host resumes on another, and the turns each
-// ran are in the history the other sends; when the host watching the wake is
-// killed, another takes the watch over and records the wake ready; and one
-// watch reads the pod per poll, not one per host.
+// ran are in the history the other sends, and the wait's event stream,
+// open on the host that resumes, says when; when the host watching the wake
+// is killed, another takes the watch over and records the wake ready; and
+// one watch reads the pod per poll, not one per host.
 func TestThreeReplicas(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	p := newSharedPod(t)
@@ -230,6 +231,12 @@ func TestThreeReplicas(t *testing.T) {
 	if json.Unmarshal([]byte(body), &waited); status != http.StatusOK || waited.PendingWake == nil {
 		t.Fatalf("the wait: %d %s, want a pendingWake", status, body)
 	}
+	// The marker's event stream, opened on the host that will resume it,
+	// tells the client when to: the wake is another host's.
+	resumeStream := openStream(t, hosts[resumeOn].client, hosts[resumeOn].base, waited.PendingWake.Events)
+	if first := resumeStream.nextPod(t); first.State != "waking" {
+		t.Errorf("the pending wake's stream on the resuming host starts %+v, want waking", first)
+	}
 
 	// The watching host dies; another takes its watch over and records the
 	// wake ready, before anyone asks.
@@ -243,6 +250,9 @@ func TestThreeReplicas(t *testing.T) {
 	}
 	if n := p.starts.Load(); n != 1 {
 		t.Errorf("%d starts after the takeover, want still 1", n)
+	}
+	if ready := resumeStream.nextState(t, "ready", waitFor); !ready.Ready {
+		t.Errorf("the pending wake's stream on the resuming host: %+v, want a fresh ready", ready)
 	}
 
 	status, body = hosts[resumeOn].post(chatRequest{Message: "remember 42", SessionID: "fg", WakeMode: "resume", PendingWake: waited.PendingWake.Key})
