@@ -199,8 +199,9 @@ func New(cfg Config) *Coordinator {
 // NotReady runs a not-ready turn for pod through the machine: the
 // conductor's status and lookup, and modelLoading for a pod that is up with
 // its model not answering (D7). A lookup UNREADABLE is the unreadable event.
-// Under the pod's lock it reads the record, decides and persists the new
-// record; then it logs the decision line and, when the decision is wake,
+// It reads the record and decides; a decision that changes the record is
+// made again and persisted under the pod's lock (update). Then it logs the
+// decision line and, when the decision is wake,
 // sends the start in the background on a context of its own and returns
 // without waiting for it.
 //
@@ -291,6 +292,32 @@ func (c *Coordinator) Estimate(pod string) machines.Estimate {
 	defer unlock()
 	est, _ := c.wakeLogLocked(pod)
 	return est
+}
+
+// wakeLog is wakeLogLocked for a caller that does not hold the pod's lock:
+// the log as last read, or, when it has not been read (or the last read
+// failed), read now under the pod's lock.
+func (c *Coordinator) wakeLog(pod string) (machines.Estimate, []machines.Wake) {
+	c.mu.Lock()
+	if l := c.logs[pod]; l != nil && l.tried && (l.loaded || c.wakes == nil) {
+		defer c.mu.Unlock()
+		return l.estimate, l.wakes
+	}
+	c.mu.Unlock()
+	unlock := c.lockPod(pod)
+	defer unlock()
+	return c.wakeLogLocked(pod)
+}
+
+// heldWakeLog is pod's estimate and wake log as the Coordinator holds
+// them, without a read; expected_wake when it holds none.
+func (c *Coordinator) heldWakeLog(pod string) (machines.Estimate, []machines.Wake) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.logs[pod]; l != nil && l.tried {
+		return l.estimate, l.wakes
+	}
+	return machines.EstimateWake(nil, c.pod.Timings().ExpectedWake), nil
 }
 
 // wakeLogLocked returns pod's estimate and wake log, reading the log from
@@ -437,29 +464,61 @@ func (c *Coordinator) lockPod(pod string) func() {
 // like the times a store gives back.
 func (c *Coordinator) now() time.Time { return c.clock.Now().Round(0) }
 
-// apply runs ev for pod under the pod's lock: read the record, stamp ev.At,
-// decide, persist. Nothing else happens under the lock.
+// apply runs ev for pod (update): read the record, stamp ev.At, decide,
+// and persist a change under the pod's lock.
 func (c *Coordinator) apply(pod string, ev machines.Event) (machines.Decision, machines.Record, error) {
 	d, next, _, err := c.update(pod, ev, nil)
 	return d, next, err
 }
 
-// update runs ev for pod under the pod's lock, in this process
-// (lockPod) and across every host sharing the store (Records.UpdateRecord):
-// read the record; when admit says ev is for it (nil admits every record),
-// stamp ev.At and the pod's estimate, decide and persist what changed, with
-// the wake log entry the change makes (machines.LogWake) in the same
-// transaction. applied is false when admit turned ev away; nothing was
-// written then. What follows a stored change (the wake log read again,
+// update runs ev for pod: read the record; when admit says ev is for it
+// (nil admits every record), stamp ev.At and the pod's estimate, decide,
+// and persist what changed, with the wake log entry the change makes
+// (machines.LogWake) in the same transaction. applied is false when admit
+// turned ev away; nothing was written then.
+//
+// Most events change nothing (an ask while the pod wakes: "still
+// waking"): decided on a plain read, they take no lock and write nothing,
+// as if decided at the moment of the read, so that the asks of a pod do
+// not queue behind each other's reads (on PostgreSQL a read is a round
+// trip). An event that changes the record is decided again on the record
+// as it is under the pod's lock, in this process (lockPod) and across
+// every host sharing the store (Records.UpdateRecord): change.
+func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
+	est, _ := c.wakeLog(pod)
+	rec, err := c.records.Record(pod)
+	if err != nil {
+		return machines.Decision{}, machines.Record{}, false, fmt.Errorf("wake: record of pod %s: %w", pod, err)
+	}
+	if admit != nil && !admit(rec) {
+		return machines.Decision{}, rec, false, nil
+	}
+	seen := ev
+	seen.Estimate = est
+	d, next, _, err = c.decide(rec, seen)
+	switch {
+	case err != nil:
+		return machines.Decision{}, machines.Record{}, false, err
+	case next.Equal(rec):
+		return d, next, true, nil
+	}
+	return c.change(pod, ev, admit)
+}
+
+// change is update for an event that changed the record on a plain read:
+// under the pod's lock it reads the record again, decides on it and stores
+// what changed. What follows a stored change (the wake log read again,
 // Changed, the wake-ready line) happens after the write, still under the
 // in-process lock, so one pod's Changed calls come in the order of its
 // changes.
-func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
+func (c *Coordinator) change(pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
 	unlock := c.lockPod(pod)
 	defer unlock()
-	// The log is read here, not in fn: fn must not call the store.
+	// update read the log (or tried to) for this event; an entry written
+	// since is in what the Coordinator holds. Not in fn: fn must not call
+	// the store.
 	var logged []machines.Wake
-	ev.Estimate, logged = c.wakeLogLocked(pod)
+	ev.Estimate, logged = c.heldWakeLog(pod)
 	var decideErr error
 	var entry *machines.Wake
 	// The store may run this more than once (a plain read first, then
@@ -469,7 +528,7 @@ func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.
 		if applied = admit == nil || admit(rec); !applied {
 			return rec, nil, nil
 		}
-		d, next, ev, decideErr = c.decideLocked(rec, ev)
+		d, next, ev, decideErr = c.decide(rec, ev)
 		if decideErr != nil {
 			return next, nil, decideErr
 		}
@@ -493,9 +552,9 @@ func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.
 	return d, after, applied, nil
 }
 
-// decideLocked decides ev on rec, stamping ev.At: the new record, which
+// decide decides ev on rec, stamping ev.At: the new record, which
 // update stores unless it is unchanged.
-func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (machines.Decision, machines.Record, machines.Event, error) {
+func (c *Coordinator) decide(rec machines.Record, ev machines.Event) (machines.Decision, machines.Record, machines.Event, error) {
 	ev.At = c.now()
 	d, next, err := c.pod.Decide(rec, ev)
 	if err != nil {

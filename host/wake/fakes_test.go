@@ -192,8 +192,11 @@ func upPod(readySince time.Time) pluginapi.Pod {
 type memRecords struct {
 	putErr   func(machines.Record) error
 	wakesErr func() error
+	// updating, when set, is called as UpdateRecord begins, before its
+	// read; a test blocks in it to hold a change in flight.
+	updating func()
 
-	updating sync.Mutex // UpdateRecord's
+	updateMu sync.Mutex // UpdateRecord's
 
 	mu    sync.Mutex
 	recs  map[string]machines.Record
@@ -286,8 +289,11 @@ func (m *memRecords) Records() ([]machines.Record, error) {
 // (PutRecordWake with fn's entry), under one lock: the fake's own, which
 // serialises every update.
 func (m *memRecords) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
-	m.updating.Lock()
-	defer m.updating.Unlock()
+	if m.updating != nil {
+		m.updating()
+	}
+	m.updateMu.Lock()
+	defer m.updateMu.Unlock()
 	rec, err := m.Record(pod)
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err

@@ -20,7 +20,7 @@ type sharedLeases struct {
 	holder   map[string]string // name -> host
 	lapsed   map[string]bool   // hosts whose holds lapsed
 	attempts map[string]int    // host -> TakeLease calls
-	changed  chan struct{}     // closed and replaced on every TakeLease
+	changed  chan struct{}     // closed and replaced on every TakeLease and ReleaseLease
 }
 
 func newSharedLeases() *sharedLeases {
@@ -59,6 +59,8 @@ func (h hostLeases) LeaseHeld(name string) bool {
 func (h hostLeases) ReleaseLease(name string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	close(h.changed)
+	h.changed = make(chan struct{})
 	if h.holder[name] == h.host {
 		delete(h.holder, name)
 	}
@@ -87,6 +89,25 @@ func (l *sharedLeases) waitAttempts(t *testing.T, host string, n int) {
 		case <-changed:
 		case <-deadline:
 			t.Fatalf("host %s tried %d leases in %v, want %d", host, got, waitLimit, n)
+		}
+	}
+}
+
+// waitReleased waits until nobody holds name.
+func (l *sharedLeases) waitReleased(t *testing.T, name string) {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		l.mu.Lock()
+		holder, changed := l.holder[name], l.changed
+		l.mu.Unlock()
+		if holder == "" {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("the lease %s is still held by %q %v after its watch ended; want it released", name, holder, waitLimit)
 		}
 	}
 }
@@ -148,9 +169,7 @@ func TestWatchAcrossHosts(t *testing.T) {
 	if r := b.record(t); r.State != machines.Ready || !r.WakeRequestedAt.Equal(wakeAt) {
 		t.Errorf("the record after B's read = %+v, want ready on the wake", r)
 	}
-	if got := leases.heldBy(lease); got != "" {
-		t.Errorf("the lease is held by %q after B's watch ended; want it released", got)
-	}
+	leases.waitReleased(t, lease) // once the watch returns, after the line
 	// A's watch, at its next look, finds its lease gone and stops without
 	// reading.
 	readsA := a.gpu.reads()
