@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
 // request is a chat-completions request body as the door reads it: the
@@ -37,13 +39,13 @@ func parseRequest(raw []byte) (*request, *apiError) {
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, badRequest("", "the body is not valid JSON: "+jsonProblem(err))
+			return nil, badRequest("", "the body is not valid JSON: "+pluginapi.JSONProblem(err))
 		}
 		key, _ := tok.(string)
 		start := valueStart(raw, int(dec.InputOffset()))
 		var v json.RawMessage
 		if err := dec.Decode(&v); err != nil {
-			return nil, badRequest("", "the body is not valid JSON: "+jsonProblem(err))
+			return nil, badRequest("", "the body is not valid JSON: "+pluginapi.JSONProblem(err))
 		}
 		at := span{start, int(dec.InputOffset())}
 		switch key {
@@ -83,7 +85,7 @@ func parseRequest(raw []byte) (*request, *apiError) {
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, badRequest("", "the body is not valid JSON: "+jsonProblem(err))
+		return nil, badRequest("", "the body is not valid JSON: "+pluginapi.JSONProblem(err))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, badRequest("", "the body must be one JSON object, with nothing after it")
@@ -140,16 +142,4 @@ func (r *request) forward(model string, messages []byte) []byte {
 		last = e.at.end
 	}
 	return append(out, r.raw[last:]...)
-}
-
-// jsonProblem says what is wrong with a JSON body without quoting it.
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("syntax error at offset %d", syntax.Offset)
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return "it ends too soon"
-	}
-	return "invalid"
 }

@@ -25,7 +25,9 @@ func TestCompletionsBadRequests(t *testing.T) {
 	}{
 		{"not JSON", `hello`, 400, "", "the body must be a JSON object (a chat completions request)"},
 		{"an array", `[1]`, 400, "", "the body must be a JSON object (a chat completions request)"},
-		{"broken", `{"model":"qwen","messages":[`, 400, "", "the body is not valid JSON: it ends too soon"},
+		{"broken", `{"model":"qwen","messages":[`, 400, "", "the body is not valid JSON: truncated"},
+		{"ends after a value", `{"model":"qwen"`, 400, "", "the body is not valid JSON: truncated"},
+		{"no colon", `{"model" "qwen"}`, 400, "", "the body is not valid JSON: syntax error at offset 9"},
 		{"trailing", `{"model":"qwen","messages":[{"role":"user","content":"hi"}]} {}`, 400, "", "the body must be one JSON object, with nothing after it"},
 		{"no model", `{"messages":[{"role":"user","content":"hi"}]}`, 400, "model", "model is required: the name of one of GET /v1/models"},
 		{"model not a string", `{"model":7,"messages":[{"role":"user","content":"hi"}]}`, 400, "model", "model must be a string: the name of one of GET /v1/models"},
