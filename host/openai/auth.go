@@ -107,8 +107,7 @@ func (c *cors) wrap(next http.Handler) http.Handler {
 		}
 		if !c.allows(origin) {
 			if preflight {
-				writeError(w, &apiError{kind: kindBadRequest, status: http.StatusForbidden, code: "origin_not_allowed",
-					message: "this origin may not call the door; see [openai] cors_origins"})
+				writeError(w, &apiError{kind: kindOriginNotAllowed, message: "this origin may not call the door; see [openai] cors_origins"})
 				return
 			}
 			next.ServeHTTP(w, r)

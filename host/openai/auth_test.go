@@ -98,6 +98,12 @@ func TestCORS(t *testing.T) {
 			if w.Code != tt.wantStatus {
 				t.Errorf("status %d, want %d", w.Code, tt.wantStatus)
 			}
+			if tt.wantStatus == 403 {
+				want := `{"error":{"message":"this origin may not call the door; see [openai] cors_origins","type":"invalid_request_error","param":null,"code":"origin_not_allowed"}}` + "\n"
+				if diff := cmp.Diff(want, w.Body.String()); diff != "" {
+					t.Errorf("403 body (-want +got):\n%s", diff)
+				}
+			}
 			if got := w.Header().Get("Access-Control-Allow-Origin"); got != tt.wantAllowed {
 				t.Errorf("Access-Control-Allow-Origin %q, want %q", got, tt.wantAllowed)
 			}

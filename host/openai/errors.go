@@ -12,14 +12,15 @@ import (
 type kind int
 
 const (
-	kindBadRequest     kind = iota // the request is malformed; names the field
-	kindModelNotFound              // model is not a provider's name
-	kindUnauthorized               // keys are configured and the bearer key is missing or wrong
-	kindNotFound                   // no such endpoint
-	kindMethod                     // the endpoint does not take this method
-	kindTooLarge                   // the body is over [server] max_body_bytes
-	kindProviderFailed             // a provider or config-class failure (D5): never wakes
-	kindInternal                   // a bug on the host's side
+	kindBadRequest       kind = iota // the request is malformed; names the field
+	kindModelNotFound                // model is not a provider's name
+	kindUnauthorized                 // keys are configured and the bearer key is missing or wrong
+	kindOriginNotAllowed             // a CORS preflight from an origin not in [openai] cors_origins
+	kindNotFound                     // no such endpoint
+	kindMethod                       // the endpoint does not take this method
+	kindTooLarge                     // the body is over [server] max_body_bytes
+	kindProviderFailed               // a provider or config-class failure (D5): never wakes
+	kindInternal                     // a bug on the host's side
 )
 
 // errorClass is one row of the table.
@@ -33,14 +34,15 @@ type errorClass struct {
 }
 
 var errorClasses = map[kind]errorClass{
-	kindBadRequest:     {status: http.StatusBadRequest, typ: "invalid_request_error"},
-	kindModelNotFound:  {status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found"},
-	kindUnauthorized:   {status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key"},
-	kindNotFound:       {status: http.StatusNotFound, typ: "invalid_request_error", code: "unknown_url"},
-	kindMethod:         {status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed"},
-	kindTooLarge:       {status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large"},
-	kindProviderFailed: {status: http.StatusBadGateway, typ: "api_error", code: "provider_failed"},
-	kindInternal:       {status: http.StatusInternalServerError, typ: "api_error", code: "internal_error", noRetry: true},
+	kindBadRequest:       {status: http.StatusBadRequest, typ: "invalid_request_error"},
+	kindModelNotFound:    {status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found"},
+	kindUnauthorized:     {status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key"},
+	kindOriginNotAllowed: {status: http.StatusForbidden, typ: "invalid_request_error", code: "origin_not_allowed"},
+	kindNotFound:         {status: http.StatusNotFound, typ: "invalid_request_error", code: "unknown_url"},
+	kindMethod:           {status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed"},
+	kindTooLarge:         {status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large"},
+	kindProviderFailed:   {status: http.StatusBadGateway, typ: "api_error", code: "provider_failed"},
+	kindInternal:         {status: http.StatusInternalServerError, typ: "api_error", code: "internal_error", noRetry: true},
 }
 
 // apiError is an error the door answers in the OpenAI shape. message is
