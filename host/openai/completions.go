@@ -111,16 +111,19 @@ func (s *Server) wakeable(p *Provider, err error) (*resolve.NotReadyError, bool)
 }
 
 // state is the X-Wake-State of an answer about p that is not the model's:
-// its pod's recorded state.
+// its pod's recorded state as the machine reports it (machines.Reports: a
+// pod with no record yet is asleep), or unknown when there is no pod or
+// its record cannot be read.
 func (s *Server) state(p *Provider) string {
 	if p.Pod == "" {
 		return stateUnknown
 	}
 	rec, err := s.cfg.Wake.Record(p.Pod)
-	if err != nil || rec.State == "" {
+	if err != nil {
 		return stateUnknown
 	}
-	return string(rec.State)
+	state, _ := machines.Reports(rec, machines.View{})
+	return string(state)
 }
 
 // failed answers a provider or config-class failure (never a wake) and
