@@ -236,7 +236,7 @@ func (s *Server) describe(rec machines.Record, v machines.View) string {
 	if err != nil {
 		// Replies were rendered against sample data at load; this is a bug.
 		s.cfg.Logger.Error("rendering a reply", "err", err)
-		return "The GPU brain is not ready yet. Ask again shortly."
+		return machines.FallbackReply
 	}
 	return text
 }

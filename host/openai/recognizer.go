@@ -28,10 +28,6 @@ type Recognizer struct {
 	re *regexp.Regexp
 }
 
-// fallbackReply is the one reply not rendered from a template: what the
-// door says when a template fails to render (a bug).
-const fallbackReply = "The GPU brain is not ready yet. Ask again shortly."
-
 // The field markers. Numbers are long and odd so that no template holds
 // them by chance.
 const (
@@ -74,7 +70,7 @@ func NewRecognizer(texts map[machines.ReplyKey]string) (*Recognizer, error) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	alts := []string{regexp.QuoteMeta(fallbackReply)}
+	alts := []string{regexp.QuoteMeta(machines.FallbackReply)}
 	for _, k := range keys {
 		t, err := template.New(string(k)).Option("missingkey=error").Parse(texts[k])
 		if err != nil {
