@@ -34,58 +34,78 @@ type turn struct {
 	started bool
 }
 
+// handleCompletions is POST /v1/chat/completions: the model's answer when
+// it is ready; else the wake policy's reply, or in hold mode a hold.
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(wakeStateHeader, stateUnknown)
 	if !allow(w, r, http.MethodPost) {
 		return
 	}
+	t, ok := s.newTurn(w, r)
+	if !ok {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			s.cfg.Logger.Error("openai turn panicked", "provider", t.p.Name, "panic", fmt.Sprint(v))
+			s.fail(t, &apiError{kind: kindInternal, message: "the host failed on this request"})
+		}
+	}()
+	s.run(t)
+}
+
+// newTurn reads and checks the request and prepares what goes to the
+// model. A request at fault is answered here, naming what was wrong.
+func (s *Server) newTurn(w http.ResponseWriter, r *http.Request) (*turn, bool) {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, &apiError{kind: kindTooLarge, message: fmt.Sprintf("the body is larger than %d bytes", s.cfg.MaxBody)})
-			return
+			return nil, false
 		}
 		writeError(w, badRequest("", "the body could not be read"))
-		return
+		return nil, false
 	}
 	req, aerr := parseRequest(raw)
 	if aerr != nil {
 		writeError(w, aerr)
-		return
+		return nil, false
 	}
 	p, ok := s.byName[req.model]
 	if !ok {
 		writeError(w, modelNotFound(req.model))
-		return
+		return nil, false
 	}
 	msgs, removed, err := s.cfg.Replies.strip(req.messages)
 	if err != nil {
+		// parseRequest checked every message: this is a bug.
+		s.cfg.Logger.Error("openai messages could not be prepared", "provider", p.Name, "err", scrub(err.Error()))
 		writeError(w, &apiError{kind: kindInternal, message: "the messages could not be prepared"})
-		return
+		return nil, false
 	}
 	if removed > 0 {
 		s.cfg.Logger.Debug("openai: the host's own replies taken out of the messages", "provider", p.Name, "removed", removed)
 	}
-	t := &turn{w: w, r: r, rc: http.NewResponseController(w), req: req, p: p, body: req.forward(p.ModelName, msgs)}
-	defer func() {
-		if v := recover(); v != nil {
-			s.cfg.Logger.Error("openai turn panicked", "provider", p.Name, "panic", fmt.Sprint(v))
-			s.fail(t, &apiError{kind: kindInternal, message: "the host failed on this request"})
-		}
-	}()
+	return &turn{w: w, r: r, rc: http.NewResponseController(w), req: req, p: p, body: req.forward(p.ModelName, msgs)}, true
+}
 
-	resp, err := p.Model.Stream(r.Context(), t.body)
+// run sends the turn to its model and relays the answer; a model that is
+// not ready goes to the wake coordinator, whose decision is the reply or,
+// in hold mode, a hold while the pod wakes.
+func (s *Server) run(t *turn) {
+	ctx := t.r.Context()
+	resp, err := t.p.Model.Stream(ctx, t.body)
 	if err == nil {
 		s.relay(t, resp, stateReady)
 		return
 	}
-	nr, ok := s.wakeable(p, err)
+	nr, ok := s.wakeable(t.p, err)
 	if !ok {
 		s.failed(t, err)
 		return
 	}
-	d, err := s.cfg.Wake.NotReady(r.Context(), nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading)
+	d, err := s.cfg.Wake.NotReady(ctx, nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading)
 	if err != nil {
 		s.failed(t, err)
 		return
