@@ -201,6 +201,14 @@ func TestCompletionsFailures(t *testing.T) {
 			noRetry: true,
 		},
 		{
+			name: "model's 422 relayed, its error at the top of the body (vLLM's older shape)",
+			err: &resolve.ProviderError{Provider: "qwen", Status: 422, Err: &pluginapi.CompletionError{Status: 422, Message: "HTTP 422",
+				Body: []byte(`{"object":"error","message":"temperature must be at most 2","type":"invalid_request","param":"temperature","code":"bad_value"}`)}},
+			status:  422,
+			body:    `{"error":{"message":"temperature must be at most 2","type":"invalid_request","param":"temperature","code":"bad_value"}}`,
+			noRetry: true,
+		},
+		{
 			name:   "model's 429, a retry may help",
 			err:    &resolve.ProviderError{Provider: "qwen", Status: 429, Err: &pluginapi.CompletionError{Status: 429, Message: "HTTP 429"}},
 			status: 429,

@@ -61,6 +61,7 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.message }
 
+// class is e's row of the table with e's own overrides.
 func (e *apiError) class() errorClass {
 	c := errorClasses[e.kind]
 	if e.status != 0 {
@@ -76,6 +77,7 @@ func (e *apiError) class() errorClass {
 	return c
 }
 
+// badRequest is a 400 about param ("" for the whole body).
 func badRequest(param, message string) *apiError {
 	return &apiError{kind: kindBadRequest, param: param, message: message}
 }
@@ -92,6 +94,7 @@ type errorDetail struct {
 	Code    *string `json:"code"`
 }
 
+// orNull is s, or JSON null for "".
 func orNull(s string) *string {
 	if s == "" {
 		return nil
@@ -99,6 +102,7 @@ func orNull(s string) *string {
 	return &s
 }
 
+// body is e in the OpenAI error shape.
 func (e *apiError) body() errorBody {
 	c := e.class()
 	return errorBody{Error: errorDetail{Message: e.message, Type: c.typ, Param: orNull(e.param), Code: orNull(c.code)}}
@@ -134,6 +138,7 @@ func marshal(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// writeBytes writes b as the whole response body with status.
 func writeBytes(w http.ResponseWriter, status int, contentType string, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)

@@ -21,6 +21,7 @@ type modelList struct {
 	Data   []modelObject `json:"data"`
 }
 
+// modelObject is p as GET /v1/models lists it.
 func (s *Server) modelObject(p *Provider) modelObject {
 	return modelObject{ID: p.Name, Object: "model", Created: s.cfg.Created.Unix(), OwnedBy: ownedBy}
 }

@@ -122,6 +122,15 @@ var relayedStatus = map[int]bool{
 	http.StatusUnprocessableEntity: true, http.StatusTooManyRequests: true,
 }
 
+// wireError is a model's error as OpenAI-compatible servers word it, at
+// the top of the body or under "error".
+type wireError struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Param   *string         `json:"param"`
+	Code    json.RawMessage `json:"code"`
+}
+
 // modelError is a model's own error answer, relayed scrubbed, or nil when
 // it is not one to relay.
 func modelError(ce *pluginapi.CompletionError) *apiError {
@@ -134,23 +143,15 @@ func modelError(ce *pluginapi.CompletionError) *apiError {
 		e.typ, e.message = "rate_limit_error", "the model is rate limited; try again later"
 	}
 	var body struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Type    string          `json:"type"`
-		Param   *string         `json:"param"`
-		Code    json.RawMessage `json:"code"`
+		Error json.RawMessage `json:"error"`
+		wireError
 	}
 	if json.Unmarshal(ce.Body, &body) != nil {
 		return e
 	}
-	var nested struct {
-		Message string          `json:"message"`
-		Type    string          `json:"type"`
-		Param   *string         `json:"param"`
-		Code    json.RawMessage `json:"code"`
-	}
+	var nested wireError
 	if json.Unmarshal(body.Error, &nested) == nil && nested.Message != "" {
-		body.Message, body.Type, body.Param, body.Code = nested.Message, nested.Type, nested.Param, nested.Code
+		body.wireError = nested
 	}
 	if msg := scrub(body.Message); msg != "" {
 		e.message = msg

@@ -175,6 +175,7 @@ func noEndpoint(r *http.Request) string {
 	return "no such endpoint; the door serves GET /v1/models and POST /v1/chat/completions"
 }
 
+// randomID is 24 hex digits from crypto/rand, which never fails.
 func randomID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
