@@ -40,6 +40,10 @@ func TestCompletionsBadRequests(t *testing.T) {
 		{"stream not a bool", `{"model":"qwen","stream":"yes","messages":[{"role":"user","content":"hi"}]}`, 400, "stream", "stream must be true or false"},
 		{"unknown model", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model gpt-4o does not exist; GET /v1/models lists the models"},
 		{"unknown model, not a name", `{"model":"http://x/y z","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model does not exist; GET /v1/models lists the models"},
+		{"unknown model, a URL", `{"model":"https://evil.example/qwen","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model does not exist; GET /v1/models lists the models"},
+		{"unknown model, too long", `{"model":"` + strings.Repeat("q", 129) + `","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model does not exist; GET /v1/models lists the models"},
+		{"unknown model, a served model's own name", `{"model":"Qwen/Qwen2.5-7B-Instruct","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model Qwen/Qwen2.5-7B-Instruct does not exist; GET /v1/models lists the models"},
+		{"unknown model, with a tag", `{"model":"llama3:8b","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model llama3:8b does not exist; GET /v1/models lists the models"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
