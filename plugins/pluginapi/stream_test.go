@@ -213,6 +213,47 @@ func TestStreamCloseCancelsThePlugin(t *testing.T) {
 	<-cancelled // the plugin's ctx ended; a test timeout otherwise
 }
 
+// The head does not wait for a body that is slow to start (a model
+// thinking before its first token): it reaches the host on its own, and
+// the body's first bytes follow when they come.
+func TestStreamHeadDoesNotWaitForTheBody(t *testing.T) {
+	release := make(chan struct{})
+	fake := &fakeStreamer{stream: func(context.Context, pluginapi.StreamRequest) (*pluginapi.StreamResponse, error) {
+		return &pluginapi.StreamResponse{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+			Body: &gatedBody{gate: release, parts: &chunks{parts: []string{"data: 1\n\n", "data: [DONE]\n\n"}}}}, nil
+	}}
+	s := streamer(t, fake)
+	resp, err := s.Stream(context.Background(), pluginapi.StreamRequest{Body: []byte(`{}`)})
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("head %v", resp.Header)
+	}
+	close(release) // only now does the body begin
+	got, err := readAll(resp.Body)
+	resp.Body.Close()
+	if !errors.Is(err, io.EOF) {
+		t.Errorf("body ended with %v, want io.EOF", err)
+	}
+	if diff := cmp.Diff([]string{"data: 1\n\n", "data: [DONE]\n\n"}, got); diff != "" {
+		t.Errorf("reads (-want +got):\n%s", diff)
+	}
+}
+
+// gatedBody is parts, whose first read waits for gate.
+type gatedBody struct {
+	gate  chan struct{}
+	parts *chunks
+}
+
+func (b *gatedBody) Read(p []byte) (int, error) {
+	<-b.gate
+	return b.parts.Read(p)
+}
+
+func (b *gatedBody) Close() error { return nil }
+
 // blockingBody yields first, then blocks until ctx ends.
 type blockingBody struct {
 	ctx   context.Context
