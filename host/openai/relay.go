@@ -48,7 +48,10 @@ func (s *Server) relay(t *turn, resp *pluginapi.StreamResponse, state string) {
 		if ct == "" {
 			ct = "text/event-stream"
 		}
-		t.head(ct, state, true)
+		// The head leaves with the first bytes when they came with it (one
+		// write to the client, not two), else at once: a model may take
+		// long to its first token, and a proxy cuts a silent request.
+		t.head(ct, state, !buffered(resp.Body))
 	}
 	buf := make([]byte, relayChunk)
 	for {
@@ -68,6 +71,13 @@ func (s *Server) relay(t *turn, resp *pluginapi.StreamResponse, state string) {
 			return
 		}
 	}
+}
+
+// buffered reports whether a Read of body returns at once: a plugin's
+// body says how many bytes it holds (see pluginapi.StreamResponse).
+func buffered(body io.Reader) bool {
+	b, ok := body.(interface{ Buffered() int })
+	return ok && b.Buffered() > 0
 }
 
 // brokeOff answers a 200 whose body failed: the model had the payload, so

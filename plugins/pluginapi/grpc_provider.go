@@ -120,6 +120,10 @@ func (b *streamBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Buffered is how many bytes the next Read returns without waiting: those
+// that came with the head or with the last part.
+func (b *streamBody) Buffered() int { return len(b.pending) }
+
 // Close cancels the call: the plugin cancels the request upstream.
 func (b *streamBody) Close() error {
 	b.cancel()

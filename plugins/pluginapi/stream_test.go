@@ -96,6 +96,15 @@ func TestStreamRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
+	// The first chunk comes with the head (unless the plugin took over
+	// coalesceWait to read it): Buffered says so.
+	b, ok := resp.Body.(interface{ Buffered() int })
+	if !ok {
+		t.Fatalf("the body (%T) has no Buffered", resp.Body)
+	}
+	if n := b.Buffered(); n != 0 && n != len("data: 1\n\n") {
+		t.Errorf("Buffered() = %d, want the first chunk's %d bytes (or 0)", n, len("data: 1\n\n"))
+	}
 	got, err := readAll(resp.Body)
 	resp.Body.Close()
 
