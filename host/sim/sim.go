@@ -204,6 +204,14 @@ func (s *Sim) Wakes(name string) []WakeReport {
 	return out
 }
 
+// Completions is how many completion requests the model took up and
+// answered, streamed or not (a stream counts once it begins).
+func (s *Sim) Completions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.completions
+}
+
 // ForceStartStatus makes start on pod answer status (e.g. 401, 409, 503) and
 // start nothing; the request is still counted. 0 restores normal starts.
 // It panics on an unknown pod or a status outside 200-599.

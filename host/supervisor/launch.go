@@ -42,9 +42,10 @@ func (p *process) launchPlugin(ctx context.Context) (*instance, error) {
 		timeout = max(time.Until(d), time.Millisecond)
 	}
 	cmd := exec.Command(p.spec.Path)
-	cmd.Env = append([]string{}, p.spec.Env...)
-	setProcAttr(cmd)
 	hlog := newHclogAdapter(p.log, p.scrub)
+	// The plugin logs nothing the host's logger would drop.
+	cmd.Env = append(append([]string{}, p.spec.Env...), pluginapi.EnvLogLevel+"="+hlog.GetLevel().String())
+	setProcAttr(cmd)
 	watched := &exitWatch{GRPCPlugin: pluginapi.PluginMap[p.kind].(plugin.GRPCPlugin)}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
