@@ -144,6 +144,38 @@ func wakeToReady(t *testing.T, h *testHost, c openaisdk.Client) {
 	stepThrough(h.clock, t0.Add(9*time.Minute+10*time.Second), time.Minute, 1)
 }
 
+// heldLimit is as far as a held request's test moves the clock: the
+// simulated wake is ready at 9 minutes.
+var heldLimit = t0.Add(15 * time.Minute)
+
+// stepUntil moves the fake clock in steps of at most step, each once
+// waiters wait on it (the hold and the wake's watch are two) or after a
+// short real-time wait, until done yields, and returns what it yields. It gives
+// up (false) once the clock reached limit and done stayed silent for
+// waitFor. A held request ends when the watch sees the model answer, and
+// the watch starts only once the start request returns: stepping to a
+// fixed time could leave the watch waiting on a clock that no longer moves.
+func stepUntil[T any](c *clock.Fake, limit time.Time, step time.Duration, waiters int, done <-chan T) (T, bool) {
+	for c.Now().Before(limit) {
+		select {
+		case v := <-done:
+			return v, true
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_ = c.BlockUntilWaiters(ctx, waiters)
+		cancel()
+		c.Advance(min(step, limit.Sub(c.Now())))
+	}
+	select {
+	case v := <-done:
+		return v, true
+	case <-time.After(waitFor):
+		var zero T
+		return zero, false
+	}
+}
+
 // stepThrough moves the fake clock to target in steps of at most step,
 // each once waiters wait on the clock (a wake's watch; a held request and
 // the watch are two) or, once fewer do (the watch ends when the wake is
@@ -307,11 +339,8 @@ func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests once held: %d, want 1", n)
 	}
-	stepThrough(h.clock, t0.Add(10*time.Minute), 30*time.Second, 2) // the hold and the watch
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(waitFor):
+	r, ok := stepUntil(h.clock, heldLimit, 30*time.Second, 2, done)
+	if !ok {
 		t.Fatalf("the held request did not end once the model was ready; the log:\n%s", h.log)
 	}
 	if r.err != nil || r.content != "echo: held" {
@@ -359,11 +388,8 @@ func TestOpenAIHeldNonStreamingEndsInTheModelsAnswer(t *testing.T) {
 	default:
 	}
 
-	stepThrough(h.clock, t0.Add(10*time.Minute), 30*time.Second, 2) // the hold and the watch
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(waitFor):
+	r, ok := stepUntil(h.clock, heldLimit, 30*time.Second, 2, done)
+	if !ok {
 		t.Fatalf("the held request did not end once the model was ready; the log:\n%s", h.log)
 	}
 	if r.err != nil {
@@ -429,14 +455,15 @@ func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
 		again <- r
 	}()
 	h.log.WaitLine(t, "openai request held for pod qwen", 2, waitFor)
-	stepThrough(h.clock, t0.Add(10*time.Minute), 30*time.Second, 2) // the hold and the watch
-	select {
-	case r := <-again:
-		if r.err != nil || r.content != "echo: asked again" {
-			t.Errorf("the request asked again: %q, %v; want the model's echo", r.content, r.err)
-		}
-	case <-time.After(waitFor):
+	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	// The dropped hold's timer stays pending on the fake clock: three
+	// waiters with the new hold and the watch.
+	r, ok := stepUntil(h.clock, heldLimit, 30*time.Second, 3, again)
+	if !ok {
 		t.Fatalf("the request asked again did not end once the model was ready; the log:\n%s", h.log.Operator(t))
+	}
+	if r.err != nil || r.content != "echo: asked again" {
+		t.Errorf("the request asked again: %q, %v; want the model's echo", r.content, r.err)
 	}
 	if n := s.Completions(); n != 1 {
 		t.Errorf("the model answered %d completions, want 1: the request asked again, never the dropped one", n)
