@@ -178,6 +178,10 @@ type WakeReport struct {
 	EndedAt time.Time
 	// Answered is how many completions the model answered on this wake.
 	Answered int
+	// FirstAnswerAt is when the model first answered anything on this wake
+	// (a completion, or a probe of its model list or health); FirstAnswerWall
+	// is the same moment on the wall clock. Zero until then.
+	FirstAnswerAt, FirstAnswerWall time.Time
 }
 
 // Wakes lists every wake of pod so far, oldest first. nil for a pod the Sim
@@ -195,7 +199,10 @@ func (s *Sim) Wakes(name string) []WakeReport {
 		if w == nil {
 			continue
 		}
-		r := WakeReport{PodID: w.podID, StartedAt: w.startedAt, ReadyAt: w.readyAt, Answered: w.answered}
+		r := WakeReport{
+			PodID: w.podID, StartedAt: w.startedAt, ReadyAt: w.readyAt, Answered: w.answered,
+			FirstAnswerAt: w.firstAnswer, FirstAnswerWall: w.firstAnswerWall,
+		}
 		if end := w.end(s.tm); !end.IsZero() && !now.Before(end) {
 			r.EndedAt = end
 		}
