@@ -3,6 +3,7 @@ package wake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 
 // start performs a wake decision in the background: it sends the start
 // request, feeds a refusal or failure back to the machine, logs the operator
-// line, and watches a requested start. ctx carries the turn's values but not
+// line, and watches a requested start. A start Close gave up on (abandoned)
+// feeds nothing and watches nothing. ctx carries the turn's values but not
 // its cancellation.
 func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time) {
 	defer c.wg.Done()
@@ -23,6 +25,11 @@ func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time) {
 		}
 	}
 	level, msg := machines.DescribeWakeResult(pod, res)
+	if abandoned && res != nil && res.Lost {
+		// The lost-answer line says the pod is watched; after Close gave up
+		// nothing watches it here.
+		level, msg = abandonedLine(pod, res)
+	}
 	attrs := []slog.Attr{slog.String("pod", pod), slog.Time("wakeRequestedAt", wake)}
 	if panicked {
 		attrs = append(attrs, slog.Bool("panicked", true))
@@ -34,6 +41,15 @@ func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time) {
 	if res != nil && res.Requested && !abandoned {
 		c.watch(pod, wake, false)
 	}
+}
+
+// abandonedLine is the operator line of a start whose answer was lost
+// because Close stopped waiting for it: neither its outcome is recorded nor
+// is the pod watched; the wake stays on record, waking, so the next host's
+// Resume watches it. A start that got its answer as Close gave up keeps the
+// line of its answer, which claims no watch, with abandoned=true.
+func abandonedLine(pod string, res *machines.WakeResult) (slog.Level, string) {
+	return slog.LevelWarn, fmt.Sprintf("wake start abandoned for pod %s at shutdown: its answer was lost (%s); not recorded and not watched, the wake stays on record for the next host start", pod, res.Error)
 }
 
 // callStart asks the GPU plugin to start pod, on a context capped at
