@@ -64,8 +64,8 @@ const (
 	ConductorAccepted = "accepted"  // 200 or 202
 	ConductorInFlight = "in_flight" // sent, and the client's cap fired: the conductor goes on (#684)
 	ConductorRefused  = "refused"   // any other HTTP status
-	ConductorNotSent  = "not_sent"  // it never got through (ECONNREFUSED, ...) or was cut before any answer
-	ConductorLost     = "lost"      // its answer was lost in the host: the plugin died with it, or the host stopped waiting
+	ConductorNotSent  = "not_sent"  // it never got through (ECONNREFUSED, ...) or was cut before it was written whole
+	ConductorLost     = "lost"      // its answer was lost: its connection was cut after it was written whole, the plugin died with it, or the host stopped waiting
 
 	// Either.
 	ConductorPluginError = "plugin_error" // the GPU plugin could not be reached or broke its contract

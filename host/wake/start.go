@@ -58,7 +58,8 @@ func abandonedLine(pod string, res *machines.WakeResult) (slog.Level, string) {
 // the host. An error from the plugin means its answer was lost with the
 // request in its hands (it stopped during the call, or the host stopped
 // waiting): whether the request went out is unknown, so, like the client
-// timeout of D2, it is in flight and watched (#684).
+// timeout of D2, it is in flight and watched (#684). So is a start the
+// plugin reports Lost: written whole, its connection then cut.
 func (c *Coordinator) callStart(ctx context.Context, pod string) (res *machines.WakeResult, panicked bool) {
 	ctx, cancel := context.WithTimeout(ctx, c.startTimeout+startSlack)
 	defer cancel()
@@ -72,13 +73,20 @@ func (c *Coordinator) callStart(ctx context.Context, pod string) (res *machines.
 	if err != nil {
 		return &machines.WakeResult{Requested: true, Lost: true, Error: lostClass(err)}, false
 	}
-	return &machines.WakeResult{
+	res = &machines.WakeResult{
 		Requested: r.Requested,
 		Status:    r.Status,
 		TimedOut:  r.TimedOut,
 		TimeoutMs: r.TimeoutMs,
 		Error:     r.Error,
-	}, false
+	}
+	if r.Requested && r.Lost {
+		// Written whole, then cut (pluginapi.StartResult.Lost): in
+		// flight and watched, like an answer lost in the host.
+		res.Lost = true
+		res.Error = "the connection to the conductor was cut after the request was sent (" + r.Error + ")"
+	}
+	return res, false
 }
 
 // lostClass says in a few words why a start's answer was lost, without the
