@@ -163,6 +163,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	a.hub.Seed(recs)
 	a.onChange = append(a.onChange, a.hub.Publish)
+	a.metrics.EventSubscribers(a.hub.AllSubscribers)
 	a.coord = wake.New(wake.Config{
 		Pod: pod, Records: a.store, Wakes: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,

@@ -1,7 +1,9 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -208,6 +210,74 @@ func TestMetricsOverAWake(t *testing.T) {
 
 // adminServes is what the admin address says it serves.
 const adminServes = "this address serves GET /metrics, the status page (GET /, its parts under /status/) and the pod event streams (GET /api/pods/{name}/events)"
+
+// awaitValue scrapes base until the series of name with labels has value
+// want, and fails the test after waitFor. For what the host does after its
+// client has gone (a handler that notices a closed connection): each scrape
+// reads the value itself, no time is assumed.
+func awaitValue(t *testing.T, client *http.Client, base string, want float64, name string, labels ...string) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		got := scrapeAt(t, client, base).value(name, labels...)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %v after %v, want %v", name, got, waitFor, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestEventSubscribersGauge: wakeonchat_event_subscribers counts the live
+// subscriptions to the pods' pushed changes, through real connections: one
+// per open pod event stream and one per held OpenAI request, each gone when
+// its client leaves.
+func TestEventSubscribersGauge(t *testing.T) {
+	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\""})
+	const subs, held = "wakeonchat_event_subscribers", "wakeonchat_held_requests"
+	first := scrapeAt(t, h.Client, h.Base)
+	if _, ok := first.series(subs); !ok {
+		t.Fatalf("GET /metrics has no %s", subs)
+	}
+	if got := first.value(subs); got != 0 {
+		t.Errorf("%s with nobody subscribed: %v, want 0", subs, got)
+	}
+	// A stream's first event is written after it subscribed.
+	a, b := h.openEvents(t, "/api/pods/qwen/events"), h.openEvents(t, "/api/pods/qwen/events")
+	a.nextPod(t)
+	b.nextPod(t)
+	if got := scrapeAt(t, h.Client, h.Base).value(subs); got != 2 {
+		t.Errorf("%s with two streams open: %v, want 2", subs, got)
+	}
+
+	// A held request subscribes too, until it ends: here its client leaves.
+	ctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Chat.Completions.New(ctx, userTurn("held"))
+		done <- err
+	}()
+	awaitValue(t, h.Client, h.Base, 1, held)
+	awaitValue(t, h.Client, h.Base, 3, subs)
+
+	a.close()
+	awaitValue(t, h.Client, h.Base, 2, subs)
+
+	leave()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the held request whose client left: %v, want its context's cancellation", err)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("the held request's client did not return after leaving")
+	}
+	awaitValue(t, h.Client, h.Base, 0, held)
+	awaitValue(t, h.Client, h.Base, 1, subs)
+}
 
 // TestAdminListen: with [server] admin_listen, GET /metrics and the status
 // page are served there, and only there; the admin address serves nothing
