@@ -323,6 +323,8 @@ func TestAdminListen(t *testing.T) {
 		{http.MethodPost, admin + "/metrics", http.StatusMethodNotAllowed, "method POST not allowed; use GET"},
 		{http.MethodGet, admin + "//metrics", http.StatusNotFound, "no such endpoint: GET //metrics; " + adminServes},
 		{http.MethodGet, admin + "/status/nothing", http.StatusNotFound, "no such endpoint: GET /status/nothing; the status page is GET / with its parts under /status/"},
+		{http.MethodPost, admin + "/api/pods/qwen/events", http.StatusMethodNotAllowed, "method POST not allowed; use GET"},
+		{http.MethodGet, admin + "/api/pods/nope/events", http.StatusNotFound, "unknown pod: nope"},
 	} {
 		status, msg := get(tt.method, tt.url)
 		if status != tt.status || msg != tt.msg {
@@ -349,6 +351,53 @@ func TestAdminListen(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", h.App.AdminAddr(), time.Second); err == nil {
 		c.Close()
 		t.Error("the admin address still accepts connections after Shutdown")
+	}
+}
+
+// With admin_listen, the admin address serves the pod event stream too,
+// for the status page served there (same origin): the same pushes as the
+// main listener's, read only (opening it wakes nothing and asks the
+// conductor nothing), counted in event_subscribers, and ended, with its last
+// word, when the host shuts down.
+func TestAdminEventStream(t *testing.T) {
+	clk := clock.NewFake(t0)
+	h := startHost(t, hostOptions{simulate: true, clock: clk, adminListen: "127.0.0.1:0"})
+	admin := "http://" + h.App.AdminAddr()
+	s := h.sim(t)
+
+	es := h.openEventsAt(t, admin, "/api/pods/qwen/events")
+	if first := es.nextPod(t); first.State != "asleep" || first.Ready {
+		t.Fatalf("first event on the admin address %+v, want asleep, not ready", first)
+	}
+	if n := s.StartRequests("qwen"); n != 0 {
+		t.Errorf("opening the stream sent %d start requests, want none", n)
+	}
+	// The main listener keeps serving the stream (a wait answer names it
+	// there).
+	main := h.openEvents(t, "/api/pods/qwen/events")
+	main.nextPod(t)
+	if got := scrapeAt(t, h.Client, admin).value("wakeonchat_event_subscribers"); got != 2 {
+		t.Errorf("event_subscribers with a stream open on each address: %v, want 2", got)
+	}
+
+	// A turn on the main listener wakes the pod; both streams are told.
+	if got := h.ask(t, "a", "hello"); got != e2e.ReplyWaking {
+		t.Fatalf("ask: %q, want the waking reply", got)
+	}
+	for name, st := range map[string]*eventStream{"admin": es, "main": main} {
+		if e := st.nextPod(t); e.State != "waking" || e.WakeRequestedAt == nil || !e.WakeRequestedAt.Equal(t0) {
+			t.Errorf("pushed to the %s stream: %+v, want waking since %s", name, e, t0)
+		}
+	}
+
+	if err := h.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if end := es.next(t); end.Name != "end" || end.Data != `{"reason":"shutdown","error":"the host is shutting down"}` {
+		t.Errorf("last event on the admin stream %q %s, want the shutdown end", end.Name, end.Data)
+	}
+	if lines := h.log.Matching(t, "shutdown grace ran out"); len(lines) != 0 {
+		t.Error("the admin stream held the shutdown up until the grace ran out")
 	}
 }
 
