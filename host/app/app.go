@@ -163,6 +163,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	a.hub.Seed(recs)
 	a.onChange = append(a.onChange, a.hub.Publish)
+	a.metrics.EventSubscribers(a.hub.AllSubscribers)
 	a.coord = wake.New(wake.Config{
 		Pod: pod, Records: a.store, Wakes: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
@@ -204,13 +205,14 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 			RequestBytes: pluginapi.MaxMessageBytes,
 		}),
 		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Clock: a.clock, Logger: a.log,
-		MaxBody:  cfg.Server.MaxBodyBytes,
-		Once:     pinned((*resolve.Model).CompleteOnce),
-		NoResend: pinned((*resolve.Model).CompleteNoResend),
-		Ready:    a.ready,
-		Events:   a.hub,
-		Estimate: a.estimate,
-		Metrics:  a.metrics,
+		MaxBody:         cfg.Server.MaxBodyBytes,
+		Once:            pinned((*resolve.Model).CompleteOnce),
+		NoResend:        pinned((*resolve.Model).CompleteNoResend),
+		Ready:           a.ready,
+		Events:          a.hub,
+		Estimate:        a.estimate,
+		EventsKeepalive: cfg.Server.EventsKeepalive.Duration,
+		Metrics:         a.metrics,
 	})
 	if a.door, err = a.openAIDoor(o.Getenv, models, pods); err != nil {
 		return nil, err

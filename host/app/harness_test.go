@@ -48,6 +48,8 @@ type hostOptions struct {
 	dataDir string
 	// adminListen is [server] admin_listen ("" for none).
 	adminListen string
+	// eventsKeepalive is [server] events_keepalive (0 for the default).
+	eventsKeepalive time.Duration
 	// apiKeyEnv is the provider's api_key_env ("" for none).
 	apiKeyEnv string
 	// env is what Options.Getenv returns; nothing else is read from the
@@ -72,11 +74,12 @@ type testHost struct {
 func writeConfig(t *testing.T, o hostOptions) string {
 	t.Helper()
 	return e2e.WriteConfig(t, e2e.Config{
-		DataDir:      o.dataDir,
-		AdminListen:  o.adminListen,
-		ConductorURL: o.conductorURL,
-		StartTimeout: startTimeout,
-		APIKeyEnv:    o.apiKeyEnv,
+		DataDir:         o.dataDir,
+		AdminListen:     o.adminListen,
+		EventsKeepalive: o.eventsKeepalive,
+		ConductorURL:    o.conductorURL,
+		StartTimeout:    startTimeout,
+		APIKeyEnv:       o.apiKeyEnv,
 	})
 }
 

@@ -255,9 +255,11 @@ func (m *Metrics) PluginRelaunchFailed(plugin string) {
 	m.relaunchFailed.WithLabelValues(plugin).Inc()
 }
 
-// EventSubscribers reports count, the number of clients of the pod event
-// stream, as wakeonchat_event_subscribers. The metric exists from the first
-// call on; a later call replaces count.
+// EventSubscribers reports count, the number of live subscriptions to the
+// pods' pushed changes (events.Hub.AllSubscribers: one per client of the pod
+// event stream, one per held OpenAI request), as
+// wakeonchat_event_subscribers. The metric exists from the first call on; a
+// later call replaces count.
 func (m *Metrics) EventSubscribers(count func() int) {
 	if m == nil {
 		return
@@ -266,7 +268,7 @@ func (m *Metrics) EventSubscribers(count func() int) {
 	m.subscribersOnce.Do(func() {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "event_subscribers",
-			Help: "Clients subscribed to the pod event stream.",
+			Help: "Live subscriptions to the pods' pushed changes: one per pod event stream client, one per held OpenAI request (also in wakeonchat_held_requests).",
 		}, func() float64 { return float64((*m.subscribers.Load())()) }))
 	})
 }
