@@ -54,6 +54,7 @@ BENCH_FLAGS ?=
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./machines/ ./engine/
 	$(GO) test -run '^$$' -bench GetPod -benchmem ./host/supervisor/
+	$(GO) test -run '^$$' -bench Prepare -benchmem ./host/openai/
 	$(GO) run ./host/cmd/wakebench $(BENCH_FLAGS)
 
 # Each fuzz target for FUZZTIME; their seed corpora also run in make test.

@@ -15,8 +15,9 @@ type WakeResult struct {
 	TimedOut  bool
 	TimeoutMs int64
 	// Lost is true when the request was handed over and its answer was
-	// lost (the plugin stopped during the call, or the host stopped
-	// waiting): like a client timeout it is in flight, and watched.
+	// lost (the plugin stopped during the call, the host stopped waiting,
+	// or the connection to the conductor was cut after the request was
+	// written whole): like a client timeout it is in flight, and watched.
 	Lost  bool
 	Error string // a short class such as ECONNREFUSED, for a request never sent; with Lost, what happened
 }

@@ -36,6 +36,12 @@ const (
 	ReplyResumeWaiting ReplyKey = "resume_waiting"
 )
 
+// FallbackReply is the one reply not rendered from a template: what a turn
+// answers should a reply fail to render after all (a bug: every template
+// renders against sample data at load). The OpenAI door recognises it as
+// one of the host's replies.
+const FallbackReply = "The GPU brain is not ready yet. Ask again shortly."
+
 // ReplyKeys lists every reply key: the "reply:KEY" effects of the pod
 // lifecycle table, in the table's order, then the replies only Describe
 // gives. A new reply is a row's effect and a default text; nothing else

@@ -6,7 +6,8 @@
 // The history sent is bounded by count (HistoryMessages) and by content
 // bytes (HistoryBytes), and a whole request by what the plugin boundary
 // takes (RequestBytes), so no stored turn, however large, can make a
-// session's later requests fail.
+// session's later requests fail; a store that can stop at the byte cap
+// (BoundedHistory) reads no more of the session than that.
 //
 // It falls back to the next provider only on a failure that says it is
 // fallback-eligible; a not-ready error never is (D11), so it reaches the
@@ -185,11 +186,12 @@ func (a *Agent) messages(session, message string) ([]pluginapi.Message, error) {
 	}
 	var hist []store.Message
 	if a.cfg.HistoryMessages > 0 && a.cfg.HistoryBytes > 0 {
-		h, err := a.cfg.History.History(session, a.cfg.HistoryMessages)
+		room := a.MaxMessageBytes() - len(message)
+		h, err := a.history(session, min(a.cfg.HistoryBytes, room))
 		if err != nil {
 			return nil, fmt.Errorf("agent: history: %w", err)
 		}
-		hist = fitHistory(h, a.cfg.HistoryBytes, a.MaxMessageBytes()-len(message))
+		hist = fitHistory(h, a.cfg.HistoryBytes, room)
 	}
 	msgs := make([]pluginapi.Message, 0, len(hist)+2)
 	if a.cfg.SystemPrompt != "" {
@@ -199,6 +201,30 @@ func (a *Agent) messages(session, message string) ([]pluginapi.Message, error) {
 		msgs = append(msgs, pluginapi.Message{Role: m.Role, Content: m.Content})
 	}
 	return append(msgs, pluginapi.Message{Role: "user", Content: message}), nil
+}
+
+// BoundedHistory is a History that can stop reading a session once its
+// messages' contents pass a byte cap; *store.Store is one. The agent uses
+// it when its History has it, so a session of huge turns costs what is
+// sent, not HistoryMessages of them; what is sent is the same either way.
+type BoundedHistory interface {
+	// HistoryWithin returns the newest messages of session, at most last,
+	// oldest first, from the newest back to the first whose content would
+	// take their total past maxBytes, which ends them.
+	HistoryWithin(session string, last, maxBytes int) ([]store.Message, error)
+}
+
+var _ BoundedHistory = (*store.Store)(nil)
+
+// history reads the session's last HistoryMessages, stopping at maxBytes of
+// content when the History can (BoundedHistory). fitHistory trims either
+// to the same messages: it stops at the first message past HistoryBytes,
+// or past room, which also counts framing, and maxBytes is the smaller.
+func (a *Agent) history(session string, maxBytes int) ([]store.Message, error) {
+	if h, ok := a.cfg.History.(BoundedHistory); ok {
+		return h.HistoryWithin(session, a.cfg.HistoryMessages, maxBytes)
+	}
+	return a.cfg.History.History(session, a.cfg.HistoryMessages)
 }
 
 // fitHistory returns the newest messages of hist whose content totals at

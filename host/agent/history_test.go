@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -92,17 +93,90 @@ func TestHistoryLimits(t *testing.T) {
 		{"a message as large as the request allows sends no history", 20, 1 << 20,
 			envelopeBytes + 2*messageBytes + 3 + 1000, x(1000), []pluginapi.Message{sys, {Role: "user", Content: x(1000)}}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m := &fakeModel{reply: "r"}
-			h := &memHistory{turns: map[string][]store.Message{"s1": stored}}
-			ag := New(Config{Chain: []Provider{{"a", m}}, History: h, SystemPrompt: "sys",
-				HistoryMessages: tt.messages, HistoryBytes: tt.bytes, RequestBytes: tt.requestBytes})
-			if _, err := ag.Process(context.Background(), "s1", tt.message); err != nil {
+	// The same messages go whether the history reads all of the count
+	// (memHistory) or stops at the byte cap (the store, a BoundedHistory).
+	histories := []struct {
+		name string
+		open func(t *testing.T) History
+	}{
+		{"all of the count", func(*testing.T) History {
+			return &memHistory{turns: map[string][]store.Message{"s1": stored}}
+		}},
+		{"the store, bounded", func(t *testing.T) History {
+			s, err := store.Open(filepath.Join(t.TempDir(), "wake.db"))
+			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.want, m.sent[0]); diff != "" {
-				t.Errorf("messages sent (-want +got):\n%s", diff)
+			t.Cleanup(func() { s.Close() })
+			for i := 0; i < len(stored); i += 2 {
+				if err := s.AppendTurn("s1", stored[i], stored[i+1]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return s
+		}},
+	}
+	for _, hist := range histories {
+		h := hist.open(t)
+		for _, tt := range tests {
+			t.Run(hist.name+"/"+tt.name, func(t *testing.T) {
+				m := &fakeModel{reply: "r"}
+				ag := New(Config{Chain: []Provider{{"a", m}}, History: h, SystemPrompt: "sys",
+					HistoryMessages: tt.messages, HistoryBytes: tt.bytes, RequestBytes: tt.requestBytes})
+				if _, err := ag.Process(context.Background(), "s1", tt.message); err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(tt.want, m.sent[0]); diff != "" {
+					t.Errorf("messages sent (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// boundedHistory is a BoundedHistory that records the caps it is read
+// with.
+type boundedHistory struct {
+	memHistory
+	last, maxBytes []int
+}
+
+func (b *boundedHistory) HistoryWithin(session string, last, maxBytes int) ([]store.Message, error) {
+	b.last, b.maxBytes = append(b.last, last), append(b.maxBytes, maxBytes)
+	return b.History(session, last)
+}
+
+// TestHistoryReadBound: a BoundedHistory is read with the count and the
+// smaller of history_bytes and the room the request leaves for history
+// contents; a History without it is read with the count alone.
+func TestHistoryReadBound(t *testing.T) {
+	const requestBytes = 64 << 10
+	room := func(message string) int {
+		return requestBytes - envelopeBytes - 2*messageBytes - len("sys") - len(message)
+	}
+	tests := []struct {
+		name         string
+		historyBytes int
+		message      string
+		want         int
+	}{
+		{"history_bytes is the smaller", 1000, "q", 1000},
+		{"the room is the smaller", 1 << 20, "q", room("q")},
+		{"a large message leaves less room", 60 << 10, x(10 << 10), room(x(10 << 10))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &boundedHistory{}
+			ag := New(Config{Chain: []Provider{{"a", &fakeModel{reply: "r"}}}, History: h, SystemPrompt: "sys",
+				HistoryMessages: 20, HistoryBytes: tt.historyBytes, RequestBytes: requestBytes})
+			if _, err := ag.messages("s1", tt.message); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff([]int{20}, h.last); diff != "" {
+				t.Errorf("counts read (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff([]int{tt.want}, h.maxBytes); diff != "" {
+				t.Errorf("byte caps read (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -154,6 +154,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	// conductor nothing.
 	a.hub = events.New(0)
 	a.onChange = append(a.onChange, a.hub.Publish)
+	a.metrics.EventSubscribers(a.hub.AllSubscribers)
 	// On a shared store each wake's watch holds a lease, and a host whose
 	// watch died is taken over within about a lease.
 	var takeover time.Duration
@@ -214,13 +215,14 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 			RequestBytes: pluginapi.MaxMessageBytes,
 		}),
 		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Turns: turns(a.store), Clock: a.clock, Logger: a.log,
-		MaxBody:  cfg.Server.MaxBodyBytes,
-		Once:     pinned((*resolve.Model).CompleteOnce),
-		NoResend: pinned((*resolve.Model).CompleteNoResend),
-		Ready:    a.ready,
-		Events:   a.hub,
-		Estimate: a.estimate,
-		Metrics:  a.metrics,
+		MaxBody:         cfg.Server.MaxBodyBytes,
+		Once:            pinned((*resolve.Model).CompleteOnce),
+		NoResend:        pinned((*resolve.Model).CompleteNoResend),
+		Ready:           a.ready,
+		Events:          a.hub,
+		Estimate:        a.estimate,
+		EventsKeepalive: cfg.Server.EventsKeepalive.Duration,
+		Metrics:         a.metrics,
 	})
 	if a.door, err = a.openAIDoor(o.Getenv, models, pods); err != nil {
 		return nil, err

@@ -292,3 +292,37 @@ func TestShutdownEndsEventStreams(t *testing.T) {
 		}
 	}
 }
+
+// [server] events_keepalive sets how often an open stream gets its
+// keepalive comment: at 20ms, a stream carries several within a second
+// (the 15 s default would carry none).
+func TestEventsKeepaliveFromConfig(t *testing.T) {
+	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0), eventsKeepalive: 20 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.Base+"/api/pods/qwen/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.Client.Do(req)
+	if err != nil {
+		t.Fatalf("GET /api/pods/qwen/events: %v", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var lines []string
+	for keepalives := 0; keepalives < 3 && sc.Scan(); {
+		if line := sc.Text(); line != "" {
+			lines = append(lines, line)
+			if line == ": keepalive" {
+				keepalives++
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("the stream carried %q, then %v; want three keepalive comments within %v", lines, err, waitFor)
+	}
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "data: ") {
+		t.Errorf("the stream carried %q, want the first event, then only keepalive comments", lines)
+	}
+}

@@ -49,6 +49,8 @@ type hostOptions struct {
 	dataDir string
 	// adminListen is [server] admin_listen ("" for none).
 	adminListen string
+	// eventsKeepalive is [server] events_keepalive (0 for the default).
+	eventsKeepalive time.Duration
 	// apiKeyEnv is the provider's api_key_env ("" for none).
 	apiKeyEnv string
 	// postgres, when set, is the connection string of a PostgreSQL store
@@ -76,12 +78,13 @@ type testHost struct {
 func writeConfig(t *testing.T, o hostOptions) string {
 	t.Helper()
 	return e2e.WriteConfig(t, e2e.Config{
-		DataDir:      o.dataDir,
-		AdminListen:  o.adminListen,
-		ConductorURL: o.conductorURL,
-		StartTimeout: startTimeout,
-		APIKeyEnv:    o.apiKeyEnv,
-		StoreDSNEnv:  storeDSNEnv(o.postgres),
+		DataDir:         o.dataDir,
+		AdminListen:     o.adminListen,
+		EventsKeepalive: o.eventsKeepalive,
+		ConductorURL:    o.conductorURL,
+		StartTimeout:    startTimeout,
+		APIKeyEnv:       o.apiKeyEnv,
+		StoreDSNEnv:     storeDSNEnv(o.postgres),
 	})
 }
 

@@ -1,7 +1,9 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -209,6 +211,74 @@ func TestMetricsOverAWake(t *testing.T) {
 // adminServes is what the admin address says it serves.
 const adminServes = "this address serves GET /metrics, the status page (GET /, its parts under /status/) and the pod event streams (GET /api/pods/{name}/events)"
 
+// awaitValue scrapes base until the series of name with labels has value
+// want, and fails the test after waitFor. For what the host does after its
+// client has gone (a handler that notices a closed connection): each scrape
+// reads the value itself, no time is assumed.
+func awaitValue(t *testing.T, client *http.Client, base string, want float64, name string, labels ...string) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		got := scrapeAt(t, client, base).value(name, labels...)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s %v after %v, want %v", name, got, waitFor, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestEventSubscribersGauge: wakeonchat_event_subscribers counts the live
+// subscriptions to the pods' pushed changes, through real connections: one
+// per open pod event stream and one per held OpenAI request, each gone when
+// its client leaves.
+func TestEventSubscribersGauge(t *testing.T) {
+	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\""})
+	const subs, held = "wakeonchat_event_subscribers", "wakeonchat_held_requests"
+	first := scrapeAt(t, h.Client, h.Base)
+	if _, ok := first.series(subs); !ok {
+		t.Fatalf("GET /metrics has no %s", subs)
+	}
+	if got := first.value(subs); got != 0 {
+		t.Errorf("%s with nobody subscribed: %v, want 0", subs, got)
+	}
+	// A stream's first event is written after it subscribed.
+	a, b := h.openEvents(t, "/api/pods/qwen/events"), h.openEvents(t, "/api/pods/qwen/events")
+	a.nextPod(t)
+	b.nextPod(t)
+	if got := scrapeAt(t, h.Client, h.Base).value(subs); got != 2 {
+		t.Errorf("%s with two streams open: %v, want 2", subs, got)
+	}
+
+	// A held request subscribes too, until it ends: here its client leaves.
+	ctx, leave := context.WithCancel(context.Background())
+	defer leave()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Chat.Completions.New(ctx, userTurn("held"))
+		done <- err
+	}()
+	awaitValue(t, h.Client, h.Base, 1, held)
+	awaitValue(t, h.Client, h.Base, 3, subs)
+
+	a.close()
+	awaitValue(t, h.Client, h.Base, 2, subs)
+
+	leave()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the held request whose client left: %v, want its context's cancellation", err)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("the held request's client did not return after leaving")
+	}
+	awaitValue(t, h.Client, h.Base, 0, held)
+	awaitValue(t, h.Client, h.Base, 1, subs)
+}
+
 // TestAdminListen: with [server] admin_listen, GET /metrics and the status
 // page are served there, and only there; the admin address serves nothing
 // else but the pod event streams the page follows, and both stop with the
@@ -253,6 +323,8 @@ func TestAdminListen(t *testing.T) {
 		{http.MethodPost, admin + "/metrics", http.StatusMethodNotAllowed, "method POST not allowed; use GET"},
 		{http.MethodGet, admin + "//metrics", http.StatusNotFound, "no such endpoint: GET //metrics; " + adminServes},
 		{http.MethodGet, admin + "/status/nothing", http.StatusNotFound, "no such endpoint: GET /status/nothing; the status page is GET / with its parts under /status/"},
+		{http.MethodPost, admin + "/api/pods/qwen/events", http.StatusMethodNotAllowed, "method POST not allowed; use GET"},
+		{http.MethodGet, admin + "/api/pods/nope/events", http.StatusNotFound, "unknown pod: nope"},
 	} {
 		status, msg := get(tt.method, tt.url)
 		if status != tt.status || msg != tt.msg {
@@ -279,6 +351,53 @@ func TestAdminListen(t *testing.T) {
 	if c, err := net.DialTimeout("tcp", h.App.AdminAddr(), time.Second); err == nil {
 		c.Close()
 		t.Error("the admin address still accepts connections after Shutdown")
+	}
+}
+
+// With admin_listen, the admin address serves the pod event stream too,
+// for the status page served there (same origin): the same pushes as the
+// main listener's, read only (opening it wakes nothing and asks the
+// conductor nothing), counted in event_subscribers, and ended, with its last
+// word, when the host shuts down.
+func TestAdminEventStream(t *testing.T) {
+	clk := clock.NewFake(t0)
+	h := startHost(t, hostOptions{simulate: true, clock: clk, adminListen: "127.0.0.1:0"})
+	admin := "http://" + h.App.AdminAddr()
+	s := h.sim(t)
+
+	es := h.openEventsAt(t, admin, "/api/pods/qwen/events")
+	if first := es.nextPod(t); first.State != "asleep" || first.Ready {
+		t.Fatalf("first event on the admin address %+v, want asleep, not ready", first)
+	}
+	if n := s.StartRequests("qwen"); n != 0 {
+		t.Errorf("opening the stream sent %d start requests, want none", n)
+	}
+	// The main listener keeps serving the stream (a wait answer names it
+	// there).
+	main := h.openEvents(t, "/api/pods/qwen/events")
+	main.nextPod(t)
+	if got := scrapeAt(t, h.Client, admin).value("wakeonchat_event_subscribers"); got != 2 {
+		t.Errorf("event_subscribers with a stream open on each address: %v, want 2", got)
+	}
+
+	// A turn on the main listener wakes the pod; both streams are told.
+	if got := h.ask(t, "a", "hello"); got != e2e.ReplyWaking {
+		t.Fatalf("ask: %q, want the waking reply", got)
+	}
+	for name, st := range map[string]*eventStream{"admin": es, "main": main} {
+		if e := st.nextPod(t); e.State != "waking" || e.WakeRequestedAt == nil || !e.WakeRequestedAt.Equal(t0) {
+			t.Errorf("pushed to the %s stream: %+v, want waking since %s", name, e, t0)
+		}
+	}
+
+	if err := h.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if end := es.next(t); end.Name != "end" || end.Data != `{"reason":"shutdown","error":"the host is shutting down"}` {
+		t.Errorf("last event on the admin stream %q %s, want the shutdown end", end.Name, end.Data)
+	}
+	if lines := h.log.Matching(t, "shutdown grace ran out"); len(lines) != 0 {
+		t.Error("the admin stream held the shutdown up until the grace ran out")
 	}
 }
 

@@ -31,26 +31,20 @@ func (a *App) openAIDoor(getenv func(string) string, models map[string]*resolve.
 		keys = openai.ParseKeys(getenv(c.OpenAI.APIKeysEnv))
 		if len(keys) == 0 {
 			// Never a door open by mistake: a variable named but empty
-			// refuses every request.
+			// refuses every request (RequireKey).
 			a.log.Error("openai door refuses every request: its API keys variable is not set", "api_keys_env", c.OpenAI.APIKeysEnv)
-			keys = []string{refuseAll}
 		}
 	}
 	return openai.New(openai.Config{
 		Providers: provs, Wake: a.coord, Pods: views, Replies: replies,
 		Clock: a.clock, Logger: a.log, MaxBody: c.Server.MaxBodyBytes,
-		Keys: keys, CORSOrigins: c.OpenAI.CORSOrigins,
+		Keys: keys, RequireKey: c.OpenAI.APIKeysEnv != "", CORSOrigins: c.OpenAI.CORSOrigins,
 		Hold: c.OpenAI.ColdStart == config.ColdStartHold, HoldMax: c.OpenAI.HoldMax.Duration, Keepalive: c.OpenAI.Keepalive.Duration,
 		Events:       a.hub,
 		WriteTimeout: c.Timings.CompletionTimeout.Duration,
 		Metrics:      a.metrics,
 	}), nil
 }
-
-// refuseAll stands in for the keys when the keys variable is empty: no
-// bearer key equals it (it holds a space, which a header value's key never
-// keeps after trimming, and a NUL).
-const refuseAll = "\x00 no key"
 
 // routes sends /v1/ to the OpenAI door, the operators' surface to admin
 // (nil when [server] admin_listen serves it elsewhere) and everything else

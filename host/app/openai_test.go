@@ -144,6 +144,38 @@ func wakeToReady(t *testing.T, h *testHost, c openaisdk.Client) {
 	stepThrough(h.clock, t0.Add(9*time.Minute+10*time.Second), time.Minute, 1)
 }
 
+// heldLimit is as far as a held request's test moves the clock: the
+// simulated wake is ready at 9 minutes.
+var heldLimit = t0.Add(15 * time.Minute)
+
+// stepUntil moves the fake clock in steps of at most step, each once
+// waiters wait on it (the hold and the wake's watch are two) or after a
+// short real-time wait, until done yields, and returns what it yields. It gives
+// up (false) once the clock reached limit and done stayed silent for
+// waitFor. A held request ends when the watch sees the model answer, and
+// the watch starts only once the start request returns: stepping to a
+// fixed time could leave the watch waiting on a clock that no longer moves.
+func stepUntil[T any](c *clock.Fake, limit time.Time, step time.Duration, waiters int, done <-chan T) (T, bool) {
+	for c.Now().Before(limit) {
+		select {
+		case v := <-done:
+			return v, true
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_ = c.BlockUntilWaiters(ctx, waiters)
+		cancel()
+		c.Advance(min(step, limit.Sub(c.Now())))
+	}
+	select {
+	case v := <-done:
+		return v, true
+	case <-time.After(waitFor):
+		var zero T
+		return zero, false
+	}
+}
+
 // stepThrough moves the fake clock to target in steps of at most step,
 // each once waiters wait on the clock (a wake's watch; a held request and
 // the watch are two) or, once fewer do (the watch ends when the wake is
@@ -307,11 +339,8 @@ func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests once held: %d, want 1", n)
 	}
-	stepThrough(h.clock, t0.Add(10*time.Minute), 30*time.Second, 2) // the hold and the watch
-	var r result
-	select {
-	case r = <-done:
-	case <-time.After(waitFor):
+	r, ok := stepUntil(h.clock, heldLimit, 30*time.Second, 2, done)
+	if !ok {
 		t.Fatalf("the held request did not end once the model was ready; the log:\n%s", h.log)
 	}
 	if r.err != nil || r.content != "echo: held" {
@@ -321,6 +350,130 @@ func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
 		t.Errorf("the model answered %d streams, want exactly 1: the held request ran once", n)
 	}
 	h.log.WaitLine(t, "openai held request ran for pod qwen", 1, waitFor)
+}
+
+// Hold mode, non-streaming: the request that finds the pod asleep wakes it
+// and is held in silence (nothing reaches the client) until the model is
+// freshly ready; it then runs once and the SDK call returns the model's
+// answer, not a status reply. One start request.
+func TestOpenAIHeldNonStreamingEndsInTheModelsAnswer(t *testing.T) {
+	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\""})
+	s := h.sim(t)
+
+	type result struct {
+		cc    *openaisdk.ChatCompletion
+		state string // X-Wake-State
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		var resp *http.Response
+		cc, err := c.Chat.Completions.New(ctx, userTurn("held"), option.WithResponseInto(&resp))
+		r := result{cc: cc, err: err}
+		if resp != nil {
+			r.state = resp.Header.Get("X-Wake-State")
+		}
+		done <- r
+	}()
+	h.log.WaitLine(t, "openai request held for pod qwen", 1, waitFor)
+	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	if n := s.StartRequests("qwen"); n != 1 {
+		t.Errorf("start requests once held: %d, want 1", n)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("the held request was answered while the pod was waking: %+v", r)
+	default:
+	}
+
+	r, ok := stepUntil(h.clock, heldLimit, 30*time.Second, 2, done)
+	if !ok {
+		t.Fatalf("the held request did not end once the model was ready; the log:\n%s", h.log)
+	}
+	if r.err != nil {
+		t.Fatalf("held request: %v", r.err)
+	}
+	if len(r.cc.Choices) != 1 || r.cc.Choices[0].Message.Content != "echo: held" || r.cc.Choices[0].FinishReason != "stop" {
+		t.Errorf("held answer %s, want the model's echo", r.cc.RawJSON())
+	}
+	if !strings.HasPrefix(r.cc.ID, "chatcmpl-sim-") || r.state != "ready" {
+		t.Errorf("held answer id %q (X-Wake-State %q), want the model's own id, ready", r.cc.ID, r.state)
+	}
+	if n := s.Completions(); n != 1 {
+		t.Errorf("the model answered %d completions, want exactly 1: the held request ran once", n)
+	}
+	if n := s.StartRequests("qwen"); n != 1 {
+		t.Errorf("start requests: %d, want 1", n)
+	}
+	h.log.WaitLine(t, "openai held request ran for pod qwen", 1, waitFor)
+	if n := len(h.log.Matching(t, "provider not ready for pod qwen (status EXITED) → wake")); n != 1 {
+		t.Errorf("%d wake decisions logged, want 1", n)
+	}
+}
+
+// Hold mode, non-streaming: a held request whose client gives up (or
+// whose proxy cuts the silent response) is dropped and never runs; the wake
+// it started goes on, and the request asked again (as the SDKs retry a
+// proxy's 504) is held on the same wake and gets the model's answer.
+func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
+	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\""})
+	s := h.sim(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	left := make(chan error, 1)
+	go func() {
+		_, err := c.Chat.Completions.New(ctx, userTurn("given up"))
+		left <- err
+	}()
+	h.log.WaitLine(t, "openai request held for pod qwen", 1, waitFor)
+	cancel()
+	select {
+	case err := <-left:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the client's call: %v, want its own cancellation", err)
+		}
+	case <-time.After(waitFor):
+		t.Fatal("the SDK call did not end when its context was cancelled")
+	}
+	h.log.WaitLine(t, "openai held request dropped for pod qwen: the client left", 1, waitFor)
+
+	type result struct {
+		content string
+		err     error
+	}
+	again := make(chan result, 1)
+	againCtx := sdkContext(t)
+	go func() {
+		cc, err := c.Chat.Completions.New(againCtx, userTurn("asked again"))
+		r := result{err: err}
+		if err == nil && len(cc.Choices) == 1 {
+			r.content = cc.Choices[0].Message.Content
+		}
+		again <- r
+	}()
+	h.log.WaitLine(t, "openai request held for pod qwen", 2, waitFor)
+	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	// The dropped hold's timer stays pending on the fake clock: three
+	// waiters with the new hold and the watch.
+	r, ok := stepUntil(h.clock, heldLimit, 30*time.Second, 3, again)
+	if !ok {
+		t.Fatalf("the request asked again did not end once the model was ready; the log:\n%s", h.log.Operator(t))
+	}
+	if r.err != nil || r.content != "echo: asked again" {
+		t.Errorf("the request asked again: %q, %v; want the model's echo", r.content, r.err)
+	}
+	if n := s.Completions(); n != 1 {
+		t.Errorf("the model answered %d completions, want 1: the request asked again, never the dropped one", n)
+	}
+	if n := len(h.log.Matching(t, "openai held request ran")); n != 1 {
+		t.Errorf("%d held requests ran, want 1", n)
+	}
+	if n := s.StartRequests("qwen"); n != 1 {
+		t.Errorf("start requests: %d, want 1: the dropped request's wake went on and served the next", n)
+	}
 }
 
 // Auth on: the door wants one of the keys; off (every other test): any.

@@ -264,7 +264,7 @@ func (s *Server) describe(rec machines.Record, v machines.View) (string, string)
 	if err != nil {
 		// Replies were rendered against sample data at load; this is a bug.
 		s.cfg.Logger.Error("rendering a reply", "err", err)
-		return metrics.ResultInternalError, "The GPU brain is not ready yet. Ask again shortly."
+		return metrics.ResultInternalError, machines.FallbackReply
 	}
 	return string(key), text
 }

@@ -62,7 +62,8 @@ type Config struct {
 	// etaSeconds; nil leaves etaSeconds null.
 	Estimate func(pod string) time.Duration
 	// EventsKeepalive is how often an open event stream gets an SSE
-	// comment; default DefaultEventsKeepalive (15s).
+	// comment, in wall time ([server] events_keepalive); default
+	// DefaultEventsKeepalive (15s).
 	EventsKeepalive time.Duration
 	// Metrics counts and times every POST /api/chat by its result; nil
 	// counts nothing.

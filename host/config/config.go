@@ -42,6 +42,10 @@ type Server struct {
 	// listener then does not serve /metrics or the page. Default "": the
 	// main listener serves them.
 	AdminListen string `toml:"admin_listen"`
+	// EventsKeepalive is how often an open pod event stream
+	// (GET /api/pods/{name}/events) gets an SSE comment, in wall time, so
+	// that proxies do not cut it as silent; default 15s.
+	EventsKeepalive Duration `toml:"events_keepalive"`
 }
 
 // Plugins says where the plugin binaries are.
@@ -135,9 +139,10 @@ func DefaultConfig() Config {
 	t := machines.DefaultTimings()
 	return Config{
 		Server: Server{
-			Listen:       "127.0.0.1:8080",
-			DataDir:      "data",
-			MaxBodyBytes: 1 << 20,
+			Listen:          "127.0.0.1:8080",
+			DataDir:         "data",
+			MaxBodyBytes:    1 << 20,
+			EventsKeepalive: Duration{15 * time.Second},
 		},
 		Plugins: Plugins{Dir: "bin"},
 		Conductor: Conductor{

@@ -57,6 +57,16 @@ func TestParseErrors(t *testing.T) {
 			want: []string{`line 3: server.admin_listen: must differ from server.listen (leave it empty to serve /metrics and the status page on server.listen)`},
 		},
 		{
+			name: "events_keepalive not positive: named with its line",
+			file: "[server]\nlisten = \"127.0.0.1:8080\"\n\nevents_keepalive = \"0s\"\n",
+			want: []string{`line 4: server.events_keepalive: must be positive`},
+		},
+		{
+			name: "events_keepalive without a unit: named with its line",
+			file: "[server]\nevents_keepalive = \"15\"\n",
+			want: []string{`line 2: server.events_keepalive: invalid duration "15": want a number with a unit, such as "15m" or "90s"`},
+		},
+		{
 			name: "unknown key in a provider",
 			file: "[[providers]]\nname = \"qwen\"\npod = \"qwen\"\napi_key = \"not here\"\n",
 			want: []string{`line 4: unknown key "providers[0].api_key"`},

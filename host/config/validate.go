@@ -59,6 +59,9 @@ func (c Config) validate() []*Error {
 	if c.Server.MaxBodyBytes <= 0 {
 		add(problem("server.max_body_bytes", "must be positive"))
 	}
+	if c.Server.EventsKeepalive.Duration <= 0 {
+		add(problem("server.events_keepalive", "must be positive"))
+	}
 
 	// [plugins]
 	if c.Plugins.Dir == "" {

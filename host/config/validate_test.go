@@ -58,6 +58,16 @@ func TestValidate(t *testing.T) {
 			want:   []string{`server.admin_listen: "127.0.0.1": must be host:port, such as "127.0.0.1:8080" or ":8080"`},
 		},
 		{
+			name:   "events keepalive zero",
+			change: func(c *Config) { c.Server.EventsKeepalive = Duration{0} },
+			want:   []string{"server.events_keepalive: must be positive"},
+		},
+		{
+			name:   "events keepalive negative",
+			change: func(c *Config) { c.Server.EventsKeepalive = Duration{-time.Second} },
+			want:   []string{"server.events_keepalive: must be positive"},
+		},
+		{
 			name:   "no data dir",
 			change: func(c *Config) { c.Server.DataDir = "" },
 			want:   []string{"server.data_dir: must not be empty"},

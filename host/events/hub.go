@@ -191,6 +191,19 @@ func (h *Hub) Subscribers(pod string) int {
 	return 0
 }
 
+// AllSubscribers is how many subscriptions are live, to any pod: every
+// open pod event stream and every held OpenAI request has one
+// (wakeonchat_event_subscribers).
+func (h *Hub) AllSubscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, p := range h.pods {
+		n += len(p.subs)
+	}
+	return n
+}
+
 // Close ends every subscription with ErrClosed; later subscriptions end at
 // once and later changes are dropped. The host closes the hub when it starts
 // shutting down, so that no open stream holds the shutdown up. Closing twice

@@ -127,6 +127,46 @@ func TestSubscriptionClose(t *testing.T) {
 	h.Publish(change(1)) // nobody to hand it to; must not panic
 }
 
+// AllSubscribers counts the live subscriptions of every pod: up with each
+// Subscribe, down with each end, whether the subscriber closed it, it
+// lagged or the hub closed.
+func TestAllSubscribers(t *testing.T) {
+	h := events.New(1)
+	count := func(when string, want int) {
+		t.Helper()
+		if n := h.AllSubscribers(); n != want {
+			t.Errorf("%s: %d live subscriptions, want %d", when, n, want)
+		}
+	}
+	count("a new hub", 0)
+	_, a := h.Subscribe("qwen")
+	_, b := h.Subscribe("qwen")
+	_, c := h.Subscribe("other")
+	count("two on qwen, one on other", 3)
+	a.Close()
+	a.Close()
+	count("one closed, twice", 2)
+	// b reads nothing: one change fills its buffer, the next ends it.
+	h.Publish(change(1))
+	h.Publish(change(2))
+	if _, open := <-b.C(); !open {
+		t.Fatal("the lagged subscription lost the update it held")
+	}
+	if _, open := <-b.C(); open || !errors.Is(b.Err(), events.ErrLagged) {
+		t.Fatalf("the subscription that read nothing: open %v, Err %v; want it ended, ErrLagged", open, b.Err())
+	}
+	count("one lagged", 1)
+	b.Close()
+	count("a lagged one closed by its reader", 1)
+	h.Close()
+	count("the hub closed", 0)
+	_, late := h.Subscribe("qwen")
+	count("a subscription after Close", 0)
+	late.Close()
+	c.Close()
+	count("all closed", 0)
+}
+
 // The current update: a new record for a pod the hub knows nothing of, the
 // seeded record (never freshly ready: nothing was seen since start), then
 // the last change, which Seed does not move back.

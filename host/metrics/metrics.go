@@ -64,8 +64,8 @@ const (
 	ConductorAccepted = "accepted"  // 200 or 202
 	ConductorInFlight = "in_flight" // sent, and the client's cap fired: the conductor goes on (#684)
 	ConductorRefused  = "refused"   // any other HTTP status
-	ConductorNotSent  = "not_sent"  // it never got through (ECONNREFUSED, ...) or was cut before any answer
-	ConductorLost     = "lost"      // its answer was lost in the host: the plugin died with it, or the host stopped waiting
+	ConductorNotSent  = "not_sent"  // it never got through (ECONNREFUSED, ...) or was cut before it was written whole
+	ConductorLost     = "lost"      // its answer was lost: its connection was cut after it was written whole, the plugin died with it, or the host stopped waiting
 
 	// Either.
 	ConductorPluginError = "plugin_error" // the GPU plugin could not be reached or broke its contract
@@ -74,8 +74,8 @@ const (
 
 // The phases of a wake: the phase label of wakeonchat_wake_phase_seconds.
 const (
-	PhaseRequestedToRunning = "requested_to_running" // the start was requested → the pod was seen up (RUNNING)
-	PhaseRunningToAnswering = "running_to_answering" // seen up → the model was seen answering (ready)
+	PhaseRequestedToRunning = "requested_to_running" // the start was requested → the pod was first seen up (Record.RunningAt)
+	PhaseRunningToAnswering = "running_to_answering" // seen up → the model was ready (Record.ReadyAt)
 )
 
 // Options say what a Metrics reports on.
@@ -106,9 +106,6 @@ type Metrics struct {
 
 	subscribersOnce sync.Once
 	subscribers     atomic.Pointer[func() int]
-
-	mu      sync.Mutex
-	running map[string]runningMark // by pod: when the wake on record was seen up
 }
 
 // The buckets of the histograms, in seconds. A wake takes minutes (about 9,
@@ -163,7 +160,6 @@ func New(o Options) *Metrics {
 			Namespace: namespace, Name: "held_requests",
 			Help: "OpenAI door requests being held while their pod wakes (cold_start = \"hold\").",
 		}),
-		running: make(map[string]runningMark),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -259,9 +255,11 @@ func (m *Metrics) PluginRelaunchFailed(plugin string) {
 	m.relaunchFailed.WithLabelValues(plugin).Inc()
 }
 
-// EventSubscribers reports count, the number of clients of the pod event
-// stream, as wakeonchat_event_subscribers. The metric exists from the first
-// call on; a later call replaces count.
+// EventSubscribers reports count, the number of live subscriptions to the
+// pods' pushed changes (events.Hub.AllSubscribers: one per client of the pod
+// event stream, one per held OpenAI request), as
+// wakeonchat_event_subscribers. The metric exists from the first call on; a
+// later call replaces count.
 func (m *Metrics) EventSubscribers(count func() int) {
 	if m == nil {
 		return
@@ -270,7 +268,7 @@ func (m *Metrics) EventSubscribers(count func() int) {
 	m.subscribersOnce.Do(func() {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "event_subscribers",
-			Help: "Clients subscribed to the pod event stream.",
+			Help: "Live subscriptions to the pods' pushed changes: one per pod event stream client, one per held OpenAI request (also in wakeonchat_held_requests).",
 		}, func() float64 { return float64((*m.subscribers.Load())()) }))
 	})
 }

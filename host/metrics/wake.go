@@ -11,11 +11,6 @@ import (
 	"github.com/wakeonchat/wakeonchat/machines"
 )
 
-// runningMark is when the wake requested at wake was seen up.
-type runningMark struct {
-	wake, at time.Time
-}
-
 // PodRecord sets rec's pod's state from a stored record, as at start-up,
 // before the coordinator changes anything.
 func (m *Metrics) PodRecord(rec machines.Record) {
@@ -27,72 +22,51 @@ func (m *Metrics) PodRecord(rec machines.Record) {
 }
 
 // RecordChanged takes one stored change of a pod's record: before and after
-// it, and at, when it was decided (wake.Change's Event.At, on the host's
-// clock). It is wake.Config.Changed's work for the metrics: it runs under
-// the pod's lock, so the changes of one pod come in order.
+// it. It is wake.Config.Changed's work for the metrics: it runs under the
+// pod's lock, so the changes of one pod come in order. The third argument,
+// when the change was decided, is not used: everything is read from the
+// records, so a change tells the same whenever it is reported.
 //
 // It sets the pod's state. It counts the wake's outcome once, on the change
 // that makes it known: after names an outcome (machines.Record.Outcome) that
 // before did not name for the same wake. It times the phases of a wake from
-// the changes alone: the change that takes the wake on record from waking to
-// an up state (loading, stuck or ready) is when it was seen running, and
-// requested_to_running is that change's at minus WakeRequestedAt; the change
-// that takes it from waking, loading or stuck to ready is when it was seen
-// answering, and running_to_answering is that at minus the running one (0
-// when one read saw both). Each is when the host learned it, up to one
-// watch_poll late. The running moment lives in memory: a wake that was
-// already up when the host started gets no running_to_answering.
-func (m *Metrics) RecordChanged(before, after machines.Record, at time.Time) {
+// the times the record stores, as the wake log keeps them (machines.Wake):
+// requested_to_running (Wake.Booting) on the change that stamps the wake's
+// RunningAt, running_to_answering (Wake.Loading) on the change that takes
+// the wake from waking, loading or stuck to ready, whose ReadyAt is this
+// boot's. Each change happens once per wake and is stored with what it
+// reads, so a host restarted mid-wake still observes each phase once.
+func (m *Metrics) RecordChanged(before, after machines.Record, _ time.Time) {
 	if m == nil {
 		return
 	}
 	state, _ := machines.Reports(after, machines.View{})
 	m.podState.set(after.Pod, state)
-	m.timePhases(before, after, at)
+	m.timePhases(before, after)
 	sameWake := before.WakeRequestedAt.Equal(after.WakeRequestedAt)
 	if o := after.Outcome(); o != "" && (before.Outcome() == "" || !sameWake) {
 		m.wakes.WithLabelValues(after.Pod, o).Inc()
 	}
 }
 
-// timePhases observes the phase a change ends, if any; see RecordChanged.
-func (m *Metrics) timePhases(before, after machines.Record, at time.Time) {
-	pod, wake := after.Pod, after.WakeRequestedAt
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	mark, marked := m.running[pod]
-	if marked && !mark.wake.Equal(wake) {
-		delete(m.running, pod) // another wake: its running moment is no use
-		marked = false
+// timePhases observes the phases a change ends, if any; see RecordChanged.
+func (m *Metrics) timePhases(before, after machines.Record) {
+	if after.WakeRequestedAt.IsZero() || after.RunningAt.IsZero() {
+		return // no wake on record, or not seen up yet
 	}
-	if wake.IsZero() || !before.WakeRequestedAt.Equal(wake) {
-		return
-	}
-	if before.State == machines.Waking && slices.Contains(seenUp, after.State) {
-		m.observe(pod, PhaseRequestedToRunning, at.Sub(wake))
-		mark, marked = runningMark{wake: wake, at: at}, true
-		m.running[pod] = mark
-	}
-	if after.State == machines.Ready && slices.Contains(inProgress, before.State) {
-		if marked {
-			m.observe(pod, PhaseRunningToAnswering, at.Sub(mark.at))
+	w := machines.Wake{RequestedAt: after.WakeRequestedAt, RunningAt: after.RunningAt, ReadyAt: after.ReadyAt}
+	sameWake := before.WakeRequestedAt.Equal(after.WakeRequestedAt)
+	if !sameWake || before.RunningAt.IsZero() {
+		if d, ok := w.Booting(); ok {
+			m.phases.WithLabelValues(after.Pod, PhaseRequestedToRunning).Observe(d.Seconds())
 		}
-		delete(m.running, pod)
+	}
+	if sameWake && machines.InProgress(before.State) && after.State == machines.Ready {
+		if d, ok := w.Loading(); ok {
+			m.phases.WithLabelValues(after.Pod, PhaseRunningToAnswering).Observe(d.Seconds())
+		}
 	}
 }
-
-func (m *Metrics) observe(pod, phase string, d time.Duration) {
-	if d >= 0 {
-		m.phases.WithLabelValues(pod, phase).Observe(d.Seconds())
-	}
-}
-
-// The states a wake is seen up in when it leaves waking, and the states of
-// a wake in progress (what the coordinator's watch follows).
-var (
-	seenUp     = []engine.State{machines.Loading, machines.Stuck, machines.Ready}
-	inProgress = []engine.State{machines.Waking, machines.Loading, machines.Stuck}
-)
 
 // podState is wakeonchat_pod_state: one series per pod and state, set
 // together, so that a scrape sees exactly one 1 per pod.

@@ -11,11 +11,13 @@ import (
 
 // auth checks the bearer key of every request when keys are configured.
 type auth struct {
-	digests [][sha256.Size]byte // of each key; the keys themselves are not kept
+	required bool                // a key is wanted even when there is none: every request is refused
+	digests  [][sha256.Size]byte // of each key; the keys themselves are not kept
 }
 
-func newAuth(keys []string) *auth {
-	a := &auth{}
+// newAuth checks keys; with none it takes any request unless required.
+func newAuth(keys []string, required bool) *auth {
+	a := &auth{required: required}
 	for _, k := range keys {
 		if k = strings.TrimSpace(k); k != "" {
 			a.digests = append(a.digests, sha256.Sum256([]byte(k)))
@@ -41,7 +43,7 @@ func ParseKeys(value string) []string {
 // taken says nothing about how much of a key matched, or which.
 func (a *auth) allowed(r *http.Request) bool {
 	if len(a.digests) == 0 {
-		return true
+		return !a.required
 	}
 	scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
@@ -55,6 +57,8 @@ func (a *auth) allowed(r *http.Request) bool {
 	return match == 1
 }
 
+// wrap answers 401 to a request without one of the keys, and passes the
+// others to next.
 func (a *auth) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !a.allowed(r) {
@@ -77,6 +81,7 @@ type cors struct {
 	origins []string
 }
 
+// newCORS allows origins; "*" allows any.
 func newCORS(origins []string) *cors {
 	c := &cors{}
 	for _, o := range origins {
@@ -89,6 +94,7 @@ func newCORS(origins []string) *cors {
 	return c
 }
 
+// allows reports whether origin may call the door.
 func (c *cors) allows(origin string) bool {
 	return origin != "" && (c.any || slices.Contains(c.origins, strings.ToLower(origin)))
 }
@@ -97,6 +103,8 @@ func (c *cors) allows(origin string) bool {
 // for it to be echoed: header names, commas and spaces.
 var headerList = regexp.MustCompile(`^[A-Za-z0-9!#$%&'*+.^_|~, -]+$`)
 
+// wrap answers a preflight (204 from an allowed origin, 403 from any
+// other) and marks every answer to an allowed origin.
 func (c *cors) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
@@ -107,8 +115,7 @@ func (c *cors) wrap(next http.Handler) http.Handler {
 		}
 		if !c.allows(origin) {
 			if preflight {
-				writeError(w, &apiError{kind: kindBadRequest, status: http.StatusForbidden, code: "origin_not_allowed",
-					message: "this origin may not call the door; see [openai] cors_origins"})
+				writeError(w, &apiError{kind: kindOriginNotAllowed, message: "this origin may not call the door; see [openai] cors_origins"})
 				return
 			}
 			next.ServeHTTP(w, r)

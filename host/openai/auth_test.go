@@ -24,23 +24,28 @@ func TestParseKeys(t *testing.T) {
 // none. A 401 never echoes what was sent.
 func TestAuth(t *testing.T) {
 	tests := []struct {
-		name   string
-		keys   []string
-		header string
-		want   int
+		name    string
+		keys    []string
+		require bool // Config.RequireKey
+		header  string
+		want    int
 	}{
-		{"no keys configured", nil, "", 200},
-		{"no keys configured, any header", nil, "Bearer whatever", 200},
-		{"missing", []string{"sk-one", "sk-two"}, "", 401},
-		{"wrong", []string{"sk-one", "sk-two"}, "Bearer sk-three", 401},
-		{"a prefix of a key", []string{"sk-one"}, "Bearer sk-on", 401},
-		{"not bearer", []string{"sk-one"}, "Basic sk-one", 401},
-		{"first key", []string{"sk-one", "sk-two"}, "Bearer sk-one", 200},
-		{"second key, scheme in another case", []string{"sk-one", "sk-two"}, "bearer sk-two", 200},
+		{"no keys configured", nil, false, "", 200},
+		{"no keys configured, any header", nil, false, "Bearer whatever", 200},
+		{"a key required and none configured", nil, true, "", 401},
+		{"a key required and none configured, any header", nil, true, "Bearer whatever", 401},
+		{"a key required and none configured, an empty key", nil, true, "Bearer ", 401},
+		{"a key required and configured", []string{"sk-one"}, true, "Bearer sk-one", 200},
+		{"missing", []string{"sk-one", "sk-two"}, false, "", 401},
+		{"wrong", []string{"sk-one", "sk-two"}, false, "Bearer sk-three", 401},
+		{"a prefix of a key", []string{"sk-one"}, false, "Bearer sk-on", 401},
+		{"not bearer", []string{"sk-one"}, false, "Basic sk-one", 401},
+		{"first key", []string{"sk-one", "sk-two"}, false, "Bearer sk-one", 200},
+		{"second key, scheme in another case", []string{"sk-one", "sk-two"}, false, "bearer sk-two", 200},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDoor(t, func(c *openai.Config) { c.Keys = tt.keys })
+			d := newDoor(t, func(c *openai.Config) { c.Keys, c.RequireKey = tt.keys, tt.require })
 			for _, path := range []string{"/v1/models", "/v1/chat/completions"} {
 				body := `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`
 				method := http.MethodPost
@@ -97,6 +102,12 @@ func TestCORS(t *testing.T) {
 			w := do(d.Handler(), r)
 			if w.Code != tt.wantStatus {
 				t.Errorf("status %d, want %d", w.Code, tt.wantStatus)
+			}
+			if tt.wantStatus == 403 {
+				want := `{"error":{"message":"this origin may not call the door; see [openai] cors_origins","type":"invalid_request_error","param":null,"code":"origin_not_allowed"}}` + "\n"
+				if diff := cmp.Diff(want, w.Body.String()); diff != "" {
+					t.Errorf("403 body (-want +got):\n%s", diff)
+				}
 			}
 			if got := w.Header().Get("Access-Control-Allow-Origin"); got != tt.wantAllowed {
 				t.Errorf("Access-Control-Allow-Origin %q, want %q", got, tt.wantAllowed)

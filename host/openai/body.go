@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
 // request is a chat-completions request body as the door reads it: the
@@ -17,16 +19,26 @@ type request struct {
 	model        string
 	stream       bool
 	includeUsage bool
-	messages     []json.RawMessage
+	messages     []message
 	modelAt      span // the model value's bytes
 	messagesAt   span // the messages value's bytes
+}
+
+// message is one of the request's messages: its bytes in request.raw and
+// the two fields the door reads.
+type message struct {
+	raw     json.RawMessage
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
 }
 
 // span is [start, end) in request.raw.
 type span struct{ start, end int }
 
-// parseRequest reads raw, a chat-completions request body. Its errors are
-// 400s naming the field.
+// parseRequest reads raw, a chat-completions request body, in one pass:
+// it is on every completion's way to the model. Its errors are 400s
+// naming the field; a malformed message is reported only once the whole
+// body proved to be JSON with a model and messages.
 func parseRequest(raw []byte) (*request, *apiError) {
 	req := &request{raw: raw}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -34,18 +46,40 @@ func parseRequest(raw []byte) (*request, *apiError) {
 		return nil, badRequest("", "the body must be a JSON object (a chat completions request)")
 	}
 	seen := map[string]bool{}
+	var badMessage *apiError
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return nil, badRequest("", "the body is not valid JSON: "+jsonProblem(err))
+			return nil, notJSON(err)
 		}
 		key, _ := tok.(string)
-		start := valueStart(raw, int(dec.InputOffset()))
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, badRequest("", "the body is not valid JSON: "+jsonProblem(err))
+		start := skipSeparators(raw, int(dec.InputOffset()))
+		var field, problem string // a value of the wrong type: the field and what it must be
+		var notArray *apiError
+		switch key {
+		case "model":
+			err = dec.Decode(&req.model)
+			field, problem = "model", "model must be a string: the name of one of GET /v1/models"
+		case "messages":
+			req.messages, badMessage, notArray, err = decodeMessages(dec, raw)
+		case "stream":
+			err = dec.Decode(&req.stream)
+			field, problem = "stream", "stream must be true or false"
+		case "stream_options":
+			var so struct {
+				IncludeUsage *bool `json:"include_usage"`
+			}
+			err = dec.Decode(&so)
+			req.includeUsage = so.IncludeUsage != nil && *so.IncludeUsage
+			field, problem = "stream_options", "stream_options must be an object; include_usage true or false"
+		default:
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
 		}
-		at := span{start, int(dec.InputOffset())}
+		var typ *json.UnmarshalTypeError
+		if err != nil && !errors.As(err, &typ) {
+			return nil, notJSON(err)
+		}
 		switch key {
 		case "model", "messages", "stream", "stream_options":
 			if seen[key] {
@@ -53,37 +87,21 @@ func parseRequest(raw []byte) (*request, *apiError) {
 			}
 			seen[key] = true
 		}
+		switch {
+		case err != nil:
+			return nil, badRequest(field, problem)
+		case notArray != nil:
+			return nil, notArray
+		}
 		switch key {
 		case "model":
-			if err := json.Unmarshal(v, &req.model); err != nil {
-				return nil, badRequest("model", "model must be a string: the name of one of GET /v1/models")
-			}
-			req.modelAt = at
+			req.modelAt = span{start, int(dec.InputOffset())}
 		case "messages":
-			if err := json.Unmarshal(v, &req.messages); err != nil || req.messages == nil {
-				return nil, badRequest("messages", "messages must be an array of message objects")
-			}
-			req.messagesAt = at
-		case "stream":
-			if string(v) != "null" {
-				if err := json.Unmarshal(v, &req.stream); err != nil {
-					return nil, badRequest("stream", "stream must be true or false")
-				}
-			}
-		case "stream_options":
-			var so struct {
-				IncludeUsage *bool `json:"include_usage"`
-			}
-			if string(v) != "null" {
-				if err := json.Unmarshal(v, &so); err != nil {
-					return nil, badRequest("stream_options", "stream_options must be an object; include_usage true or false")
-				}
-			}
-			req.includeUsage = so.IncludeUsage != nil && *so.IncludeUsage
+			req.messagesAt = span{start, int(dec.InputOffset())}
 		}
 	}
 	if _, err := dec.Token(); err != nil {
-		return nil, badRequest("", "the body is not valid JSON: "+jsonProblem(err))
+		return nil, notJSON(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, badRequest("", "the body must be one JSON object, with nothing after it")
@@ -95,24 +113,69 @@ func parseRequest(raw []byte) (*request, *apiError) {
 		return nil, badRequest("messages", "messages is required")
 	case len(req.messages) == 0:
 		return nil, badRequest("messages", "messages must not be empty")
-	}
-	for i, m := range req.messages {
-		var msg struct {
-			Role *string `json:"role"`
-		}
-		if err := json.Unmarshal(m, &msg); err != nil {
-			return nil, badRequest(fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d] must be an object", i))
-		}
-		if msg.Role == nil || *msg.Role == "" {
-			return nil, badRequest(fmt.Sprintf("messages[%d].role", i), fmt.Sprintf("messages[%d].role is required", i))
-		}
+	case badMessage != nil:
+		return nil, badMessage
 	}
 	return req, nil
 }
 
-// valueStart skips the whitespace and the colon after a key at i.
-func valueStart(raw []byte, i int) int {
-	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r' || raw[i] == ':') {
+// decodeMessages reads the messages array from dec, each message's bytes a
+// slice of raw. notArray answers a value that is not an array; bad is the
+// first message that is not an object with a role; err is the body's JSON
+// failing.
+func decodeMessages(dec *json.Decoder, raw []byte) (msgs []message, bad, notArray *apiError, err error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if tok != json.Delim('[') {
+		if tok == json.Delim('{') {
+			// The object must still be JSON for this to be the answer.
+			for depth := 1; depth > 0; {
+				if tok, err = dec.Token(); err != nil {
+					return nil, nil, nil, err
+				}
+				switch tok {
+				case json.Delim('{'), json.Delim('['):
+					depth++
+				case json.Delim('}'), json.Delim(']'):
+					depth--
+				}
+			}
+		}
+		return nil, nil, badRequest("messages", "messages must be an array of message objects"), nil
+	}
+	for i := 0; dec.More(); i++ {
+		start := skipSeparators(raw, int(dec.InputOffset()))
+		var m message
+		err := dec.Decode(&m)
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &typ):
+			if bad == nil {
+				bad = badRequest(fmt.Sprintf("messages[%d]", i), fmt.Sprintf("messages[%d] must be an object", i))
+			}
+		case err != nil:
+			return nil, nil, nil, err
+		case m.Role == "" && bad == nil:
+			bad = badRequest(fmt.Sprintf("messages[%d].role", i), fmt.Sprintf("messages[%d].role is required", i))
+		}
+		m.raw = raw[start:dec.InputOffset()]
+		msgs = append(msgs, m)
+	}
+	_, err = dec.Token() // the closing bracket
+	return msgs, bad, nil, err
+}
+
+// notJSON is the 400 for a body that is not valid JSON.
+func notJSON(err error) *apiError {
+	return badRequest("", "the body is not valid JSON: "+pluginapi.JSONProblem(err))
+}
+
+// skipSeparators skips the whitespace, colon and comma before a value at
+// i.
+func skipSeparators(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\t' || raw[i] == '\n' || raw[i] == '\r' || raw[i] == ':' || raw[i] == ',') {
 		i++
 	}
 	return i
@@ -140,16 +203,4 @@ func (r *request) forward(model string, messages []byte) []byte {
 		last = e.at.end
 	}
 	return append(out, r.raw[last:]...)
-}
-
-// jsonProblem says what is wrong with a JSON body without quoting it.
-func jsonProblem(err error) string {
-	var syntax *json.SyntaxError
-	switch {
-	case errors.As(err, &syntax):
-		return fmt.Sprintf("syntax error at offset %d", syntax.Offset)
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return "it ends too soon"
-	}
-	return "invalid"
 }

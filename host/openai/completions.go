@@ -41,6 +41,8 @@ type turn struct {
 	result string
 }
 
+// handleCompletions is POST /v1/chat/completions: the model's answer when
+// it is ready; else the wake policy's reply, or in hold mode a hold.
 func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
 	result := s.completions(w, r)
@@ -76,6 +78,8 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) string {
 	}
 	msgs, removed, err := s.cfg.Replies.strip(req.messages)
 	if err != nil {
+		// parseRequest checked every message: this is a bug.
+		s.cfg.Logger.Error("openai messages could not be prepared", "provider", p.Name, "err", scrub(err.Error()))
 		return refuse(&apiError{kind: kindInternal, message: "the messages could not be prepared"})
 	}
 	if removed > 0 {
@@ -135,16 +139,19 @@ func (s *Server) wakeable(p *Provider, err error) (*resolve.NotReadyError, bool)
 }
 
 // state is the X-Wake-State of an answer about p that is not the model's:
-// its pod's recorded state.
+// its pod's recorded state as the machine reports it (machines.Reports: a
+// pod with no record yet is asleep), or unknown when there is no pod or
+// its record cannot be read.
 func (s *Server) state(p *Provider) string {
 	if p.Pod == "" {
 		return stateUnknown
 	}
 	rec, err := s.cfg.Wake.Record(p.Pod)
-	if err != nil || rec.State == "" {
+	if err != nil {
 		return stateUnknown
 	}
-	return string(rec.State)
+	state, _ := machines.Reports(rec, machines.View{})
+	return string(state)
 }
 
 // failed answers a provider or config-class failure (never a wake) and

@@ -25,7 +25,9 @@ func TestCompletionsBadRequests(t *testing.T) {
 	}{
 		{"not JSON", `hello`, 400, "", "the body must be a JSON object (a chat completions request)"},
 		{"an array", `[1]`, 400, "", "the body must be a JSON object (a chat completions request)"},
-		{"broken", `{"model":"qwen","messages":[`, 400, "", "the body is not valid JSON: it ends too soon"},
+		{"broken", `{"model":"qwen","messages":[`, 400, "", "the body is not valid JSON: truncated"},
+		{"ends after a value", `{"model":"qwen"`, 400, "", "the body is not valid JSON: truncated"},
+		{"no colon", `{"model" "qwen"}`, 400, "", "the body is not valid JSON: syntax error at offset 9"},
 		{"trailing", `{"model":"qwen","messages":[{"role":"user","content":"hi"}]} {}`, 400, "", "the body must be one JSON object, with nothing after it"},
 		{"no model", `{"messages":[{"role":"user","content":"hi"}]}`, 400, "model", "model is required: the name of one of GET /v1/models"},
 		{"model not a string", `{"model":7,"messages":[{"role":"user","content":"hi"}]}`, 400, "model", "model must be a string: the name of one of GET /v1/models"},
@@ -38,6 +40,10 @@ func TestCompletionsBadRequests(t *testing.T) {
 		{"stream not a bool", `{"model":"qwen","stream":"yes","messages":[{"role":"user","content":"hi"}]}`, 400, "stream", "stream must be true or false"},
 		{"unknown model", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model gpt-4o does not exist; GET /v1/models lists the models"},
 		{"unknown model, not a name", `{"model":"http://x/y z","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model does not exist; GET /v1/models lists the models"},
+		{"unknown model, a URL", `{"model":"https://evil.example/qwen","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model does not exist; GET /v1/models lists the models"},
+		{"unknown model, too long", `{"model":"` + strings.Repeat("q", 129) + `","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model does not exist; GET /v1/models lists the models"},
+		{"unknown model, a served model's own name", `{"model":"Qwen/Qwen2.5-7B-Instruct","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model Qwen/Qwen2.5-7B-Instruct does not exist; GET /v1/models lists the models"},
+		{"unknown model, with a tag", `{"model":"llama3:8b","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model llama3:8b does not exist; GET /v1/models lists the models"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -196,6 +202,14 @@ func TestCompletionsFailures(t *testing.T) {
 				Body: []byte(`{"error":{"message":"This model's maximum context length is 32768 tokens; see https://pod-8000.proxy.runpod.net/docs <b>now</b>","type":"BadRequestError","param":"messages","code":400}}`)}},
 			status:  400,
 			body:    `{"error":{"message":"This model's maximum context length is 32768 tokens; see [url] bnow/b","type":"BadRequestError","param":"messages","code":null}}`,
+			noRetry: true,
+		},
+		{
+			name: "model's 422 relayed, its error at the top of the body (vLLM's older shape)",
+			err: &resolve.ProviderError{Provider: "qwen", Status: 422, Err: &pluginapi.CompletionError{Status: 422, Message: "HTTP 422",
+				Body: []byte(`{"object":"error","message":"temperature must be at most 2","type":"invalid_request","param":"temperature","code":"bad_value"}`)}},
+			status:  422,
+			body:    `{"error":{"message":"temperature must be at most 2","type":"invalid_request","param":"temperature","code":"bad_value"}}`,
 			noRetry: true,
 		},
 		{

@@ -14,14 +14,15 @@ import (
 type kind int
 
 const (
-	kindBadRequest     kind = iota // the request is malformed; names the field
-	kindModelNotFound              // model is not a provider's name
-	kindUnauthorized               // keys are configured and the bearer key is missing or wrong
-	kindNotFound                   // no such endpoint
-	kindMethod                     // the endpoint does not take this method
-	kindTooLarge                   // the body is over [server] max_body_bytes
-	kindProviderFailed             // a provider or config-class failure (D5): never wakes
-	kindInternal                   // a bug on the host's side
+	kindBadRequest       kind = iota // the request is malformed; names the field
+	kindModelNotFound                // model is not a provider's name
+	kindUnauthorized                 // keys are configured and the bearer key is missing or wrong
+	kindOriginNotAllowed             // a CORS preflight from an origin not in [openai] cors_origins
+	kindNotFound                     // no such endpoint
+	kindMethod                       // the endpoint does not take this method
+	kindTooLarge                     // the body is over [server] max_body_bytes
+	kindProviderFailed               // a provider or config-class failure (D5): never wakes
+	kindInternal                     // a bug on the host's side
 )
 
 // errorClass is one row of the table.
@@ -36,14 +37,15 @@ type errorClass struct {
 }
 
 var errorClasses = map[kind]errorClass{
-	kindBadRequest:     {status: http.StatusBadRequest, typ: "invalid_request_error", result: metrics.ResultBadRequest},
-	kindModelNotFound:  {status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found", result: metrics.ResultModelNotFound},
-	kindUnauthorized:   {status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key"},
-	kindNotFound:       {status: http.StatusNotFound, typ: "invalid_request_error", code: "unknown_url"},
-	kindMethod:         {status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed", result: metrics.ResultMethodNotAllowed},
-	kindTooLarge:       {status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large", result: metrics.ResultTooLarge},
-	kindProviderFailed: {status: http.StatusBadGateway, typ: "api_error", code: "provider_failed", result: metrics.ResultProviderFailed},
-	kindInternal:       {status: http.StatusInternalServerError, typ: "api_error", code: "internal_error", noRetry: true, result: metrics.ResultInternalError},
+	kindBadRequest:       {status: http.StatusBadRequest, typ: "invalid_request_error", result: metrics.ResultBadRequest},
+	kindModelNotFound:    {status: http.StatusNotFound, typ: "invalid_request_error", code: "model_not_found", result: metrics.ResultModelNotFound},
+	kindUnauthorized:     {status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key"},
+	kindOriginNotAllowed: {status: http.StatusForbidden, typ: "invalid_request_error", code: "origin_not_allowed"},
+	kindNotFound:         {status: http.StatusNotFound, typ: "invalid_request_error", code: "unknown_url"},
+	kindMethod:           {status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed", result: metrics.ResultMethodNotAllowed},
+	kindTooLarge:         {status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large", result: metrics.ResultTooLarge},
+	kindProviderFailed:   {status: http.StatusBadGateway, typ: "api_error", code: "provider_failed", result: metrics.ResultProviderFailed},
+	kindInternal:         {status: http.StatusInternalServerError, typ: "api_error", code: "internal_error", noRetry: true, result: metrics.ResultInternalError},
 }
 
 // apiError is an error the door answers in the OpenAI shape. message is
@@ -62,6 +64,7 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.message }
 
+// class is e's row of the table with e's own overrides.
 func (e *apiError) class() errorClass {
 	c := errorClasses[e.kind]
 	if e.status != 0 {
@@ -86,6 +89,7 @@ func (e *apiError) turnResult() string {
 	return errorClasses[e.kind].result
 }
 
+// badRequest is a 400 about param ("" for the whole body).
 func badRequest(param, message string) *apiError {
 	return &apiError{kind: kindBadRequest, param: param, message: message}
 }
@@ -102,6 +106,7 @@ type errorDetail struct {
 	Code    *string `json:"code"`
 }
 
+// orNull is s, or JSON null for "".
 func orNull(s string) *string {
 	if s == "" {
 		return nil
@@ -109,6 +114,7 @@ func orNull(s string) *string {
 	return &s
 }
 
+// body is e in the OpenAI error shape.
 func (e *apiError) body() errorBody {
 	c := e.class()
 	return errorBody{Error: errorDetail{Message: e.message, Type: c.typ, Param: orNull(e.param), Code: orNull(c.code)}}
@@ -144,6 +150,7 @@ func marshal(v any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// writeBytes writes b as the whole response body with status.
 func writeBytes(w http.ResponseWriter, status int, contentType string, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", contentType)

@@ -67,7 +67,8 @@ func asleep() error {
 
 // fakeCoord is a hand-written openai.Coordinator: NotReady returns the
 // next decision of its script (the last one again when it runs out) and
-// records its calls; Record returns rec.
+// records its calls; Record returns rec (a zero State when none was set,
+// as a record stored without one reads).
 type fakeCoord struct {
 	mu        sync.Mutex
 	decisions []machines.Decision
@@ -91,9 +92,6 @@ func (f *fakeCoord) Record(pod string) (machines.Record, error) {
 	defer f.mu.Unlock()
 	r := f.rec
 	r.Pod = pod
-	if r.State == "" {
-		r.State = machines.Asleep
-	}
 	return r, nil
 }
 

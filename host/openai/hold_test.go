@@ -1,8 +1,11 @@
 package openai_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -172,6 +175,84 @@ func TestHoldDroppedWhenTheClientLeaves(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pipeListener hands out in-memory connections (net.Pipe), so that a real
+// http.Server runs inside a synctest bubble with its deadlines on the
+// bubble's clock.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn, 1), done: make(chan struct{})}
+}
+
+// dial is a client connection to the listener's server.
+func (l *pipeListener) dial() net.Conn {
+	server, client := net.Pipe()
+	l.conns <- server
+	return client
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// A held non-streaming request sends nothing for as long as it is held,
+// longer than the server's write timeout: the door lifts that timeout for
+// the hold, and the model's answer still reaches the client whole.
+func TestHeldNonStreamingOutlastsTheServersWriteTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d := holdDoor(t, 0)
+		d.model.once = answer("application/json", `{"answer":1}`)
+		l := newPipeListener()
+		srv := &http.Server{Handler: d.Handler(), WriteTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(l) }()
+		defer srv.Close()
+		conn := l.dial()
+		defer conn.Close()
+
+		req, _ := http.NewRequest(http.MethodPost, "http://door/v1/chat/completions",
+			strings.NewReader(`{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`))
+		sent := make(chan error, 1)
+		go func() { sent <- req.Write(conn) }()
+		if err := <-sent; err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute) // six times the write timeout, in silence
+		synctest.Wait()
+		if n := d.model.onces; n != 0 {
+			t.Fatalf("the held completion ran %d times while the pod was waking", n)
+		}
+		d.readyNow()
+
+		resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+		if err != nil {
+			t.Fatalf("the answer after a one-minute hold: %v", err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("the answer's body: %v", err)
+		}
+		if resp.StatusCode != 200 || string(body) != `{"answer":1}` || resp.Header.Get("X-Wake-State") != "ready" {
+			t.Errorf("answer %d %q (X-Wake-State %q), want the model's 200, ready", resp.StatusCode, body, resp.Header.Get("X-Wake-State"))
+		}
+	})
 }
 
 // Past hold_max the request is answered as in reply mode: the model is

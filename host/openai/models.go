@@ -21,6 +21,7 @@ type modelList struct {
 	Data   []modelObject `json:"data"`
 }
 
+// modelObject is p as GET /v1/models lists it.
 func (s *Server) modelObject(p *Provider) modelObject {
 	return modelObject{ID: p.Name, Object: "model", Created: s.cfg.Created.Unix(), OwnedBy: ownedBy}
 }
@@ -52,13 +53,17 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s.modelObject(p))
 }
 
-var modelNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
+// modelNamePattern is a plain model name ("qwen", "Qwen/Qwen2.5-7B",
+// "llama3:8b"): words joined by single ':' or '/', so never a scheme's
+// "://".
+var modelNamePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]+(?:[:/][A-Za-z0-9_.-]+)*$`)
 
-// modelNotFound names the model when it is a plain name, and only then:
-// anything else is the client's text and is not echoed.
+// modelNotFound names the model when it is a plain name of at most 128
+// bytes, and only then: anything else is the client's text, could be a
+// URL, and is not echoed.
 func modelNotFound(name string) *apiError {
 	msg := "the model does not exist; GET /v1/models lists the models"
-	if modelNamePattern.MatchString(name) {
+	if len(name) <= 128 && modelNamePattern.MatchString(name) {
 		msg = "the model " + name + " does not exist; GET /v1/models lists the models"
 	}
 	return &apiError{kind: kindModelNotFound, param: "model", message: msg}

@@ -28,10 +28,6 @@ type Recognizer struct {
 	re *regexp.Regexp
 }
 
-// fallbackReply is the one reply not rendered from a template: what the
-// door says when a template fails to render (a bug).
-const fallbackReply = "The GPU brain is not ready yet. Ask again shortly."
-
 // The field markers. Numbers are long and odd so that no template holds
 // them by chance.
 const (
@@ -77,7 +73,7 @@ func NewRecognizer(texts map[machines.ReplyKey]string) (*Recognizer, error) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	alts := []string{regexp.QuoteMeta(fallbackReply)}
+	alts := []string{regexp.QuoteMeta(machines.FallbackReply)}
 	for _, k := range keys {
 		t, err := template.New(string(k)).Option("missingkey=error").Parse(texts[k])
 		if err != nil {
@@ -108,12 +104,6 @@ func NewRecognizer(texts map[machines.ReplyKey]string) (*Recognizer, error) {
 // Is reports whether text is one of the host's replies.
 func (r *Recognizer) Is(text string) bool {
 	return r != nil && r.re.MatchString(text)
-}
-
-// message is the part of a message the door reads.
-type message struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
 }
 
 // contentText is a content as text: a string, or its text parts joined
@@ -148,54 +138,52 @@ func contentText(raw json.RawMessage) (string, bool) {
 // one, their texts joined by a blank line (the same text twice, a question
 // asked again, is kept once), so a conversation that alternated still
 // alternates. Every other message is kept byte for byte.
-func (r *Recognizer) strip(msgs []json.RawMessage) ([]byte, int, error) {
-	out := make([]json.RawMessage, 0, len(msgs))
+func (r *Recognizer) strip(msgs []message) ([]byte, int, error) {
+	var out []message // nil until a reply is found
 	removed := 0
 	mergeNext := false // the last message kept is a user message before a removed reply
-	for _, raw := range msgs {
-		var m message
-		_ = json.Unmarshal(raw, &m) // parseRequest checked it is an object with a role
+	for i, m := range msgs {
 		if m.Role == "assistant" {
 			if text, ok := contentText(m.Content); ok && r.Is(text) {
+				if out == nil {
+					out = append(make([]message, 0, len(msgs)), msgs[:i]...)
+				}
 				removed++
-				mergeNext = len(out) > 0 && roleOf(out[len(out)-1]) == "user"
+				mergeNext = len(out) > 0 && out[len(out)-1].Role == "user"
 				continue
 			}
 		}
+		if out == nil {
+			continue // nothing taken out yet
+		}
 		if mergeNext && m.Role == "user" {
-			merged, err := mergeUser(out[len(out)-1], raw)
+			merged, err := mergeUser(out[len(out)-1].raw, m)
 			if err != nil {
 				return nil, 0, err
 			}
-			out[len(out)-1] = merged
+			out[len(out)-1].raw = merged
 			continue // a further reply after it merges again
 		}
 		mergeNext = false
-		out = append(out, raw)
+		out = append(out, m)
 	}
-	if removed == 0 {
+	if out == nil {
 		return nil, 0, nil
 	}
-	b, err := json.Marshal(out)
+	raws := make([]json.RawMessage, len(out))
+	for i, m := range out {
+		raws[i] = m.raw
+	}
+	b, err := json.Marshal(raws)
 	return b, removed, err
 }
 
-func roleOf(raw json.RawMessage) string {
-	var m message
-	_ = json.Unmarshal(raw, &m)
-	return m.Role
-}
-
-// mergeUser is user message a with b's content after its own: strings
+// mergeUser is user message a with mb's content after its own: strings
 // joined by a blank line (kept once when equal), parts concatenated. a's
 // other fields are kept.
-func mergeUser(a, b json.RawMessage) (json.RawMessage, error) {
+func mergeUser(a json.RawMessage, mb message) (json.RawMessage, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(a, &fields); err != nil {
-		return nil, err
-	}
-	var mb message
-	if err := json.Unmarshal(b, &mb); err != nil {
 		return nil, err
 	}
 	ca := fields["content"]

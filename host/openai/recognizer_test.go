@@ -39,6 +39,9 @@ func TestRecognizerKnowsEveryReply(t *testing.T) {
 			}
 		}
 	}
+	if !rec.Is(machines.FallbackReply) {
+		t.Errorf("the fallback reply %q is not recognised", machines.FallbackReply)
+	}
 	for _, text := range []string{
 		"",
 		"Still waking — 3 min elapsed, usually ready by ~9. Ask again shortly. And here is your answer: 4.",

@@ -50,7 +50,10 @@ func (s *Server) relay(t *turn, resp *pluginapi.StreamResponse, state string) {
 		if ct == "" {
 			ct = "text/event-stream"
 		}
-		t.head(ct, state, true)
+		// The head leaves with the first bytes when they came with it (one
+		// write to the client, not two), else at once: a model may take
+		// long to its first token, and a proxy cuts a silent request.
+		t.head(ct, state, !buffered(resp.Body))
 	}
 	buf := make([]byte, relayChunk)
 	for {
@@ -71,6 +74,13 @@ func (s *Server) relay(t *turn, resp *pluginapi.StreamResponse, state string) {
 			return
 		}
 	}
+}
+
+// buffered reports whether a Read of body returns at once: a plugin's
+// body says how many bytes it holds (see pluginapi.StreamResponse).
+func buffered(body io.Reader) bool {
+	b, ok := body.(interface{ Buffered() int })
+	return ok && b.Buffered() > 0
 }
 
 // brokeOff answers a 200 whose body failed: the model had the payload, so
@@ -126,6 +136,15 @@ var relayedStatus = map[int]bool{
 	http.StatusUnprocessableEntity: true, http.StatusTooManyRequests: true,
 }
 
+// wireError is a model's error as OpenAI-compatible servers word it, at
+// the top of the body or under "error".
+type wireError struct {
+	Message string          `json:"message"`
+	Type    string          `json:"type"`
+	Param   *string         `json:"param"`
+	Code    json.RawMessage `json:"code"`
+}
+
 // modelError is a model's own error answer, relayed scrubbed, or nil when
 // it is not one to relay.
 func modelError(ce *pluginapi.CompletionError) *apiError {
@@ -138,23 +157,15 @@ func modelError(ce *pluginapi.CompletionError) *apiError {
 		e.typ, e.message = "rate_limit_error", "the model is rate limited; try again later"
 	}
 	var body struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-		Type    string          `json:"type"`
-		Param   *string         `json:"param"`
-		Code    json.RawMessage `json:"code"`
+		Error json.RawMessage `json:"error"`
+		wireError
 	}
 	if json.Unmarshal(ce.Body, &body) != nil {
 		return e
 	}
-	var nested struct {
-		Message string          `json:"message"`
-		Type    string          `json:"type"`
-		Param   *string         `json:"param"`
-		Code    json.RawMessage `json:"code"`
-	}
+	var nested wireError
 	if json.Unmarshal(body.Error, &nested) == nil && nested.Message != "" {
-		body.Message, body.Type, body.Param, body.Code = nested.Message, nested.Type, nested.Param, nested.Code
+		body.wireError = nested
 	}
 	if msg := scrub(body.Message); msg != "" {
 		e.message = msg

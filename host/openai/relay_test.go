@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
@@ -113,4 +115,52 @@ func TestStreamClientDisconnectCancelsUpstream(t *testing.T) {
 
 	<-modelCtx.Done() // the plugin's call ends with it; a test timeout otherwise
 	<-pm.closed
+}
+
+// flushRecorder records, at each flush, how many body bytes were written.
+type flushRecorder struct {
+	*httptest.ResponseRecorder
+	flushedAt []int
+}
+
+func (f *flushRecorder) Flush() {
+	f.flushedAt = append(f.flushedAt, f.Body.Len())
+	f.ResponseRecorder.Flush()
+}
+
+// bufferedBody is a plugin's body whose first bytes came with the head.
+type bufferedBody struct{ *strings.Reader }
+
+func (b bufferedBody) Buffered() int { return b.Len() }
+func (bufferedBody) Close() error    { return nil }
+
+// A stream's head leaves with the first bytes when they came with it, in
+// one write; alone and at once when the model has sent none yet.
+func TestStreamHeadWithTheFirstBytes(t *testing.T) {
+	const events = "data: {\"n\":1}\n\ndata: [DONE]\n\n"
+	for _, tt := range []struct {
+		name string
+		body io.ReadCloser
+		want []int // the body's length at each flush
+	}{
+		{"bytes with the head", bufferedBody{strings.NewReader(events)}, []int{len(events)}},
+		{"no bytes yet", io.NopCloser(strings.NewReader(events)), []int{0, len(events)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			d := newDoor(t, nil)
+			d.model.stream = func(context.Context, []byte) (*pluginapi.StreamResponse, error) {
+				return &pluginapi.StreamResponse{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: tt.body}, nil
+			}
+			w := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
+			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
+				strings.NewReader(`{"model":"qwen","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+			d.Handler().ServeHTTP(w, r)
+			if w.Body.String() != events {
+				t.Errorf("body %q", w.Body.String())
+			}
+			if diff := cmp.Diff(tt.want, w.flushedAt); diff != "" {
+				t.Errorf("body bytes at each flush (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

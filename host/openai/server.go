@@ -73,8 +73,12 @@ type Config struct {
 	// clock's now at New.
 	Created time.Time
 	// Keys, when not empty, are the bearer keys the door takes; empty
-	// takes any request.
+	// takes any request, unless RequireKey is set.
 	Keys []string
+	// RequireKey wants one of Keys even when there is none, so that every
+	// request is refused: a keys variable named but empty never leaves the
+	// door open.
+	RequireKey bool
 	// CORSOrigins are the origins browsers may call the door from; "*"
 	// for any. Empty answers no preflight.
 	CORSOrigins []string
@@ -136,7 +140,7 @@ func New(cfg Config) *Server {
 		p := &s.cfg.Providers[i]
 		s.byName[p.Name] = p
 	}
-	s.auth = newAuth(cfg.Keys)
+	s.auth = newAuth(cfg.Keys, cfg.RequireKey)
 	s.cors = newCORS(cfg.CORSOrigins)
 	return s
 }
@@ -184,6 +188,7 @@ func noEndpoint(r *http.Request) string {
 	return "no such endpoint; the door serves GET /v1/models and POST /v1/chat/completions"
 }
 
+// randomID is 24 hex digits from crypto/rand, which never fails.
 func randomID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])

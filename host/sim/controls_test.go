@@ -270,6 +270,9 @@ func TestCompletionRequests(t *testing.T) {
 			}
 		})
 	}
+	if n := s.Completions(); n != 3 {
+		t.Errorf("Completions() = %d, want the 3 answered", n)
+	}
 }
 
 // TestModelEndpoints: /v1/models and /health follow the same phases as

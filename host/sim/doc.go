@@ -57,6 +57,7 @@
 // "stop", a usage chunk when stream_options.include_usage is set, then
 // data: [DONE], each flushed at once (SetStreamGap spaces the word chunks,
 // StreamsCut counts the streams whose client left before the end).
+// Completions counts the completions the model answered, streamed or not.
 //
 // A start from asleep begins a new wake with a new pod id ("pod-1", "pod-2", …,
 // counted across all pods); a start while a wake is in flight joins it. Like the

@@ -50,6 +50,9 @@ func (s *Sim) proxied(podID string, touch bool) (gate, string) {
 	case phaseLoading:
 		return gateLoading, p.name
 	case phaseReady:
+		if p.cur.firstAnswer.IsZero() {
+			p.cur.firstAnswer, p.cur.firstAnswerWall = now, time.Now()
+		}
 		if touch {
 			p.cur.lastActivity = now
 			p.cur.answered++

@@ -22,6 +22,10 @@ type wake struct {
 	stoppedAt    time.Time // explicit stop; zero = none
 	lastActivity time.Time // last answered completion; zero = none
 	answered     int       // completions answered on this wake
+	// firstAnswer is when the model first answered anything on this wake
+	// (a completion, a model list, a health check); firstAnswerWall is the
+	// same moment on the wall clock. Zero until then.
+	firstAnswer, firstAnswerWall time.Time
 }
 
 // podState is what a wake looks like at one instant.

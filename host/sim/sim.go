@@ -178,6 +178,10 @@ type WakeReport struct {
 	EndedAt time.Time
 	// Answered is how many completions the model answered on this wake.
 	Answered int
+	// FirstAnswerAt is when the model first answered anything on this wake
+	// (a completion, or a probe of its model list or health); FirstAnswerWall
+	// is the same moment on the wall clock. Zero until then.
+	FirstAnswerAt, FirstAnswerWall time.Time
 }
 
 // Wakes lists every wake of pod so far, oldest first. nil for a pod the Sim
@@ -195,13 +199,24 @@ func (s *Sim) Wakes(name string) []WakeReport {
 		if w == nil {
 			continue
 		}
-		r := WakeReport{PodID: w.podID, StartedAt: w.startedAt, ReadyAt: w.readyAt, Answered: w.answered}
+		r := WakeReport{
+			PodID: w.podID, StartedAt: w.startedAt, ReadyAt: w.readyAt, Answered: w.answered,
+			FirstAnswerAt: w.firstAnswer, FirstAnswerWall: w.firstAnswerWall,
+		}
 		if end := w.end(s.tm); !end.IsZero() && !now.Before(end) {
 			r.EndedAt = end
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// Completions is how many completion requests the model took up and
+// answered, streamed or not (a stream counts once it begins).
+func (s *Sim) Completions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.completions
 }
 
 // ForceStartStatus makes start on pod answer status (e.g. 401, 409, 503) and

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
@@ -306,10 +307,15 @@ func TestWakesAndLookups(t *testing.T) {
 	do(t, http.MethodGet, s.URL()+"/api/pods/qwen", "")
 
 	want := []sim.WakeReport{
-		{PodID: "pod-1", StartedAt: t0, ReadyAt: t0.Add(9 * time.Minute), EndedAt: t0.Add(25 * time.Minute), Answered: 2},
+		{PodID: "pod-1", StartedAt: t0, ReadyAt: t0.Add(9 * time.Minute), EndedAt: t0.Add(25 * time.Minute), Answered: 2,
+			FirstAnswerAt: t0.Add(10 * time.Minute)},
 		{PodID: "pod-2", StartedAt: t0.Add(40 * time.Minute), ReadyAt: t0.Add(49 * time.Minute)},
 	}
-	if diff := cmp.Diff(want, s.Wakes("qwen")); diff != "" {
+	got := s.Wakes("qwen")
+	if len(got) == 2 && got[0].FirstAnswerWall.IsZero() {
+		t.Error("pod-1 answered, but its first answer has no wall-clock time")
+	}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(sim.WakeReport{}, "FirstAnswerWall")); diff != "" {
 		t.Errorf("Wakes (-want +got):\n%s", diff)
 	}
 	if got := s.Lookups("qwen"); got != 2 {

@@ -19,6 +19,13 @@ type Backend interface {
 	Records
 	WakeLog
 	History
+	// HistoryWithin is History(session, last) from the newest message back
+	// to the first whose content would take their total past maxBytes,
+	// which ends them (nothing older: no hole); nil when maxBytes < 0. A
+	// session of huge messages costs what fits: bbolt decodes at most one
+	// more, PostgreSQL sends nothing more. host/agent reads with it
+	// (agent.BoundedHistory).
+	HistoryWithin(session string, last, maxBytes int) ([]Message, error)
 	Pendings
 	Retainer
 	Leases

@@ -1,12 +1,15 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -29,6 +32,30 @@ var errNoSession = errors.New("store: empty session id")
 // returns nil when last <= 0, and nil (no error) for a session it has never
 // seen. It reads only the messages it returns.
 func (s *Store) History(session string, last int) ([]Message, error) {
+	return s.history(session, last, math.MaxInt)
+}
+
+// HistoryWithin returns the newest messages of session, at most last of
+// them, whose contents total at most maxBytes bytes, oldest first: the
+// messages of History(session, last) from the newest back to the first
+// that would take the total past maxBytes, which ends them (nothing older
+// is returned, so there is no hole). It reads newest first and stops there:
+// a session of huge messages costs the messages that fit, and at most one
+// more, whatever last is; the one that does not fit is not even decoded
+// when its stored form gives its size (see contentSize). It returns nil
+// when last <= 0 or maxBytes < 0, and for a session it has never seen.
+func (s *Store) HistoryWithin(session string, last, maxBytes int) ([]Message, error) {
+	if maxBytes < 0 {
+		if session == "" {
+			return nil, errNoSession
+		}
+		return nil, nil
+	}
+	return s.history(session, last, maxBytes)
+}
+
+// history is HistoryWithin, with maxBytes >= 0.
+func (s *Store) history(session string, last, maxBytes int) ([]Message, error) {
 	if session == "" {
 		return nil, errNoSession
 	}
@@ -41,12 +68,25 @@ func (s *Store) History(session string, last int) ([]Message, error) {
 		if b == nil || err != nil {
 			return err
 		}
+		room := maxBytes
 		c := b.Cursor()
 		for k, v := c.Last(); k != nil && len(msgs) < last; k, v = c.Prev() {
+			if len(v) > room {
+				// It may not fit (a plain one's content is shorter than
+				// v): when its stored form says it does not, stop before
+				// decoding it.
+				if n, ok := contentSize(v); ok && n > room {
+					return nil
+				}
+			}
 			var m Message
 			if err := json.Unmarshal(v, &m); err != nil {
 				return fmt.Errorf("store: session %q message %x: %w", session, k, err)
 			}
+			if len(m.Content) > room {
+				return nil
+			}
+			room -= len(m.Content)
 			msgs = append(msgs, m)
 		}
 		return nil
@@ -56,6 +96,40 @@ func (s *Store) History(session string, last int) ([]Message, error) {
 	}
 	slices.Reverse(msgs)
 	return msgs, nil
+}
+
+// The stored forms of a message whose role and content json.Marshal copies
+// as they are: the prefix of each role, and the suffix.
+var (
+	plainPrefixes = [][]byte{[]byte(`{"role":"user","content":"`), []byte(`{"role":"assistant","content":"`)}
+	plainSuffix   = []byte(`"}`)
+)
+
+// contentSize is the length of the content of the stored message v without
+// decoding it, when v is in the plain form AppendTurn writes for a message
+// of either role whose content needs no escape: the prefix, the content's
+// bytes as they are (valid UTF-8, no quote, no backslash, no control
+// character: a JSON string that decodes to exactly those bytes), then the
+// suffix. ok is false for any other form (an escape, bytes that are not
+// UTF-8, another field): then only decoding tells.
+func contentSize(v []byte) (n int, ok bool) {
+	for _, prefix := range plainPrefixes {
+		rest, found := bytes.CutPrefix(v, prefix)
+		if !found {
+			continue
+		}
+		content, found := bytes.CutSuffix(rest, plainSuffix)
+		if !found || !utf8.Valid(content) {
+			return 0, false
+		}
+		for _, c := range content {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return 0, false
+			}
+		}
+		return len(content), true
+	}
+	return 0, false
 }
 
 // AppendTurn appends one turn, user's message then assistant's reply, to

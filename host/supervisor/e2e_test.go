@@ -215,3 +215,31 @@ func TestEndToEndProvider(t *testing.T) {
 		t.Errorf("model requests (-want +got):\n%s", diff)
 	}
 }
+
+// A 200's body says how many bytes came with the head, through the
+// supervisor as from the plugin: the door sends its head with them.
+func TestEndToEndProviderBodyBuffered(t *testing.T) {
+	const answer = `{"choices":[{"message":{"role":"assistant","content":"up"}}]}`
+	srv := newFakeServer(t, "Authorization", func(w http.ResponseWriter, _ *http.Request, _ string) {
+		_, _ = io.WriteString(w, answer)
+	})
+	provider := startProvider(t, supervisor.Spec{Name: "openai", Path: openaiBin})
+	resp, err := provider.Stream(context.Background(), pluginapi.StreamRequest{Endpoint: srv.URL + "/v1", Body: []byte(`{"model":"qwen"}`)})
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	defer resp.Body.Close()
+	b, ok := resp.Body.(interface{ Buffered() int })
+	if !ok {
+		t.Fatalf("the body (%T) does not say what it holds", resp.Body)
+	}
+	n := b.Buffered()
+	buf := make([]byte, 1024)
+	got, err := resp.Body.Read(buf)
+	if err != nil || string(buf[:got]) != answer {
+		t.Fatalf("read %q, %v", buf[:got], err)
+	}
+	if n != 0 && n != got {
+		t.Errorf("Buffered() = %d, but the read that followed took %d bytes", n, got)
+	}
+}

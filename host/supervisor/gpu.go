@@ -161,6 +161,8 @@ func startResult(r pluginapi.StartResult, err error) string {
 	switch {
 	case err != nil: // whether it went out is unknown
 		return metrics.ConductorLost
+	case r.Requested && r.Lost: // written whole, then its connection was cut
+		return metrics.ConductorLost
 	case r.Requested && r.TimedOut:
 		return metrics.ConductorInFlight
 	case r.Requested:

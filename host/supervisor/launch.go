@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -42,9 +43,10 @@ func (p *process) launchPlugin(ctx context.Context) (*instance, error) {
 		timeout = max(time.Until(d), time.Millisecond)
 	}
 	cmd := exec.Command(p.spec.Path)
-	cmd.Env = append([]string{}, p.spec.Env...)
-	setProcAttr(cmd)
 	hlog := newHclogAdapter(p.log, p.scrub)
+	// The plugin logs nothing the host's logger would drop.
+	cmd.Env = append(append([]string{}, p.spec.Env...), pluginapi.EnvLogLevel+"="+hlog.GetLevel().String())
+	setProcAttr(cmd)
 	watched := &exitWatch{GRPCPlugin: pluginapi.PluginMap[p.kind].(plugin.GRPCPlugin)}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
@@ -81,7 +83,27 @@ func (p *process) launchPlugin(ctx context.Context) (*instance, error) {
 		client.Kill()
 		return nil, fmt.Errorf("plugin %s: %s does not serve %q: %w", p.spec.Name, p.spec.Path, p.kind, err)
 	}
-	return &instance{impl: impl, pid: client.ID(), started: started, exited: watched.done, kill: client.Kill}, nil
+	inst := &instance{impl: impl, pid: client.ID(), started: started}
+	inst.exited, inst.kill = exitSignal(watched.ctx, client.Kill)
+	return inst, nil
+}
+
+// exitSignal is an instance's exited and kill: exited is closed when
+// go-plugin says the process exited (it cancels ctx) or when kill returns,
+// whichever comes first. go-plugin's Kill returns once the process has
+// exited, but it cancels ctx a moment later, after its own goroutines are
+// done: a caller that killed a crashed plugin and looks again must not find
+// it live in that moment (it would call the dead process again, and fail
+// as if it had crashed twice).
+func exitSignal(ctx context.Context, stop func()) (<-chan struct{}, func()) {
+	exited := make(chan struct{})
+	var once sync.Once
+	gone := func() { once.Do(func() { close(exited) }) }
+	context.AfterFunc(ctx, gone)
+	return exited, func() {
+		stop()
+		gone()
+	}
 }
 
 // exitWatch is a plugin kind of pluginapi's that keeps the context go-plugin
@@ -90,11 +112,11 @@ func (p *process) launchPlugin(ctx context.Context) (*instance, error) {
 type exitWatch struct {
 	plugin.NetRPCUnsupportedPlugin
 	plugin.GRPCPlugin
-	done <-chan struct{}
+	ctx context.Context
 }
 
 func (w *exitWatch) GRPCClient(ctx context.Context, broker *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	w.done = ctx.Done()
+	w.ctx = ctx
 	return w.GRPCPlugin.GRPCClient(ctx, broker, c)
 }
 

@@ -43,7 +43,7 @@ type instance struct {
 	impl    any // what Dispense returned
 	pid     string
 	started time.Time
-	exited  <-chan struct{} // closed once the process has exited
+	exited  <-chan struct{} // closed once the process has exited, at the latest when kill returns
 	kill    func()          // stops the process and waits for it; safe to call again
 }
 

@@ -68,6 +68,15 @@ type providerBody struct {
 	gen uint64
 }
 
+// Buffered is the plugin's body's: how many bytes the next Read returns
+// without waiting (pluginapi.StreamResponse).
+func (b *providerBody) Buffered() int {
+	if bb, ok := b.ReadCloser.(interface{ Buffered() int }); ok {
+		return bb.Buffered()
+	}
+	return 0
+}
+
 func (b *providerBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && !errors.Is(err, io.EOF) {

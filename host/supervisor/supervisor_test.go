@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"strings"
@@ -46,10 +47,35 @@ func TestEnvironmentIsExplicit(t *testing.T) {
 	}
 	want := []string{
 		"PLUGIN_CLIENT_CERT", "PLUGIN_MAX_PORT", "PLUGIN_MIN_PORT", "PLUGIN_PROTOCOL_VERSIONS",
-		"TESTPLUGIN_DIR", "TESTPLUGIN_SECRET", pluginapi.Handshake.MagicCookieKey,
+		"TESTPLUGIN_DIR", "TESTPLUGIN_SECRET", pluginapi.EnvLogLevel, pluginapi.Handshake.MagicCookieKey,
 	}
 	if diff := cmp.Diff(want, strings.Split(pod.Status, ",")); diff != "" {
 		t.Errorf("the plugin's environment (-want +got):\n%s", diff)
+	}
+}
+
+// The plugin is told the lowest level the host's logger keeps, so that it
+// writes no line the host would drop.
+func TestPluginLogLevelFollowsTheHost(t *testing.T) {
+	for _, tt := range []struct {
+		level slog.Level
+		want  string
+	}{
+		{slog.LevelDebug, "debug"},
+		{slog.LevelInfo, "info"},
+		{slog.LevelError, "error"},
+	} {
+		t.Run(tt.want, func(t *testing.T) {
+			spec := testSpec(t, nil)
+			spec.Logger = slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: tt.level}))
+			pod, err := startGPU(t, spec).GetPod(context.Background(), "loglevel")
+			if err != nil {
+				t.Fatalf("GetPod: %v", err)
+			}
+			if pod.Status != tt.want {
+				t.Errorf("%s = %q, want %q", pluginapi.EnvLogLevel, pod.Status, tt.want)
+			}
+		})
 	}
 }
 

@@ -374,31 +374,59 @@ func TestClose(t *testing.T) {
 
 // TestCloseBoundedByContext: a start that hangs past Close's context is
 // abandoned — cancelled, logged, its outcome not recorded and not watched —
-// and Close returns the context's error instead of hanging.
+// and Close returns the context's error instead of hanging. Its line says
+// so: a lost answer gets the abandoned line, never the lost-answer line's
+// "watching the pod"; an answer that came as Close gave up keeps its own
+// line, marked abandoned.
 func TestCloseBoundedByContext(t *testing.T) {
-	e := newEnv(t, wake.Config{})
-	entered := make(chan struct{})
-	e.gpu.startPod = func(ctx context.Context, _ string) (pluginapi.StartResult, error) {
-		close(entered)
-		<-ctx.Done()
-		return pluginapi.StartResult{}, ctx.Err() // what the plugin adapter returns
+	tests := []struct {
+		name   string
+		answer func(ctx context.Context) (pluginapi.StartResult, error) // after the call's ctx ended
+		want   logLine
+	}{
+		{
+			name:   "the call is cancelled: its answer is lost",
+			answer: func(ctx context.Context) (pluginapi.StartResult, error) { return pluginapi.StartResult{}, ctx.Err() }, // what the plugin adapter returns
+			want: logLine{Level: "WARN", Pod: "qwen", Abandoned: true,
+				Msg: "wake start abandoned for pod qwen at shutdown: its answer was lost (the host stopped waiting (Canceled)); not recorded and not watched, the wake stays on record for the next host start"},
+		},
+		{
+			name: "the conductor's answer comes as Close gives up",
+			answer: func(context.Context) (pluginapi.StartResult, error) {
+				return pluginapi.StartResult{Requested: true, Status: 202}, nil
+			},
+			want: logLine{Level: "INFO", Pod: "qwen", Abandoned: true, Msg: "wake requested for pod qwen: accepted status=202"},
+		},
 	}
-	e.notReady(t)
-	<-entered
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, wake.Config{})
+			entered := make(chan struct{})
+			e.gpu.startPod = func(ctx context.Context, _ string) (pluginapi.StartResult, error) {
+				close(entered)
+				<-ctx.Done()
+				return tt.answer(ctx)
+			}
+			e.notReady(t)
+			<-entered
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if err := e.c.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Close = %v, want context.DeadlineExceeded", err)
-	}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			defer cancel()
+			if err := e.c.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Close = %v, want context.DeadlineExceeded", err)
+			}
 
-	const msg = "wake requested for pod qwen: in flight (the start's answer was lost: the host stopped waiting (Canceled); watching the pod)"
-	if diff := cmp.Diff(logLine{Level: "INFO", Msg: msg, Pod: "qwen", Abandoned: true}, e.logs.wait(t, msg)); diff != "" {
-		t.Errorf("start line (-want +got):\n%s", diff)
-	}
-	want := machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0}
-	if diff := cmp.Diff(want, e.record(t)); diff != "" {
-		t.Errorf("an abandoned start's outcome was recorded (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.want, e.logs.wait(t, tt.want.Msg)); diff != "" {
+				t.Errorf("start line (-want +got):\n%s", diff)
+			}
+			if strings.Contains(e.logs.String(), "watching the pod") {
+				t.Errorf("an abandoned start claims a watch; the log:\n%s", e.logs.String())
+			}
+			want := machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0}
+			if diff := cmp.Diff(want, e.record(t)); diff != "" {
+				t.Errorf("an abandoned start's outcome was recorded (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

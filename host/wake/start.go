@@ -3,6 +3,7 @@ package wake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -11,7 +12,8 @@ import (
 
 // start performs a wake decision in the background: it sends the start
 // request, feeds a refusal or failure back to the machine, logs the operator
-// line, and watches a requested start. ctx carries the turn's values but not
+// line, and watches a requested start. A start Close gave up on (abandoned)
+// feeds nothing and watches nothing. ctx carries the turn's values but not
 // its cancellation.
 func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time) {
 	defer c.wg.Done()
@@ -23,6 +25,11 @@ func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time) {
 		}
 	}
 	level, msg := machines.DescribeWakeResult(pod, res)
+	if abandoned && res != nil && res.Lost {
+		// The lost-answer line says the pod is watched; after Close gave up
+		// nothing watches it here.
+		level, msg = abandonedLine(pod, res)
+	}
 	attrs := []slog.Attr{slog.String("pod", pod), slog.Time("wakeRequestedAt", wake)}
 	if panicked {
 		attrs = append(attrs, slog.Bool("panicked", true))
@@ -36,13 +43,23 @@ func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time) {
 	}
 }
 
+// abandonedLine is the operator line of a start whose answer was lost
+// because Close stopped waiting for it: neither its outcome is recorded nor
+// is the pod watched; the wake stays on record, waking, so the next host's
+// Resume watches it. A start that got its answer as Close gave up keeps the
+// line of its answer, which claims no watch, with abandoned=true.
+func abandonedLine(pod string, res *machines.WakeResult) (slog.Level, string) {
+	return slog.LevelWarn, fmt.Sprintf("wake start abandoned for pod %s at shutdown: its answer was lost (%s); not recorded and not watched, the wake stays on record for the next host start", pod, res.Error)
+}
+
 // callStart asks the GPU plugin to start pod, on a context capped at
 // StartTimeout plus slack and cancelled if Close gives up on it. A panicking
 // plugin call is a start without a result: a crashing plugin never crashes
 // the host. An error from the plugin means its answer was lost with the
 // request in its hands (it stopped during the call, or the host stopped
 // waiting): whether the request went out is unknown, so, like the client
-// timeout of D2, it is in flight and watched (#684).
+// timeout of D2, it is in flight and watched (#684). So is a start the
+// plugin reports Lost: written whole, its connection then cut.
 func (c *Coordinator) callStart(ctx context.Context, pod string) (res *machines.WakeResult, panicked bool) {
 	ctx, cancel := context.WithTimeout(ctx, c.startTimeout+startSlack)
 	defer cancel()
@@ -56,13 +73,20 @@ func (c *Coordinator) callStart(ctx context.Context, pod string) (res *machines.
 	if err != nil {
 		return &machines.WakeResult{Requested: true, Lost: true, Error: lostClass(err)}, false
 	}
-	return &machines.WakeResult{
+	res = &machines.WakeResult{
 		Requested: r.Requested,
 		Status:    r.Status,
 		TimedOut:  r.TimedOut,
 		TimeoutMs: r.TimeoutMs,
 		Error:     r.Error,
-	}, false
+	}
+	if r.Requested && r.Lost {
+		// Written whole, then cut (pluginapi.StartResult.Lost): in
+		// flight and watched, like an answer lost in the host.
+		res.Lost = true
+		res.Error = "the connection to the conductor was cut after the request was sent (" + r.Error + ")"
+	}
+	return res, false
 }
 
 // lostClass says in a few words why a start's answer was lost, without the

@@ -18,7 +18,8 @@ import (
 // TestStartOutcomes: each start result gets its operator line and level
 // (#684); a refused start, or one never sent, is recorded and not watched; a
 // requested one — accepted, in flight after the client's timeout, or whose
-// answer was lost with the plugin — stays waking and is watched, and the next
+// answer was lost with the plugin or with its connection after it was
+// written — stays waking and is watched, and the next
 // ask in the window waits without a second start. A panicking plugin is a
 // start never sent, and the host carries on.
 func TestStartOutcomes(t *testing.T) {
@@ -62,6 +63,19 @@ func TestStartOutcomes(t *testing.T) {
 			},
 			wantLine: logLine{Level: "INFO", Msg: "wake requested for pod qwen: in flight (the start's answer was lost: the host stopped waiting (DeadlineExceeded); watching the pod)", Pod: "qwen"},
 			wantRec:  waking, watched: true, wantReply: machines.ReplyStillWaking, wantText: stillWaking,
+		},
+		{
+			name:     "answer lost: the connection was cut after the request was sent",
+			start:    answer(pluginapi.StartResult{Requested: true, Lost: true, Error: "ECONNRESET"}),
+			wantLine: logLine{Level: "INFO", Msg: "wake requested for pod qwen: in flight (the start's answer was lost: the connection to the conductor was cut after the request was sent (ECONNRESET); watching the pod)", Pod: "qwen"},
+			wantRec:  waking, watched: true, wantReply: machines.ReplyStillWaking, wantText: stillWaking,
+		},
+		{
+			name:      "never sent: cut before the request was written whole",
+			start:     answer(pluginapi.StartResult{Error: "ECONNRESET"}),
+			wantLine:  logLine{Level: "ERROR", Msg: "wake failed for pod qwen: ECONNRESET", Pod: "qwen"},
+			wantRec:   startFailed,
+			wantReply: machines.ReplyWakeFailed, wantText: wakeFailed,
 		},
 		{
 			name:      "refused",

@@ -59,6 +59,7 @@ type Client struct {
 	startTimeout  time.Duration
 	token         Token
 	http          *http.Client
+	startHTTP     *http.Client // http for starts and stops: see startClient
 	log           hclog.Logger
 }
 
@@ -95,6 +96,7 @@ func New(cfg Config) (*Client, error) {
 	if c.http == nil {
 		c.http = pluginapi.NewHTTPClient()
 	}
+	c.startHTTP = startClient(c.http)
 	if c.log == nil {
 		c.log = hclog.NewNullLogger()
 	}

@@ -5,8 +5,9 @@
 // It is used by the wake-plugin-conductor binary (cmd/wake-plugin-conductor)
 // and, for benchmarks and tests, directly. It classifies every outcome as
 // the plugin API asks (design D2 and #684): StartPod and StopPod never
-// return an error, and a start whose answer the client stopped waiting for
-// is in flight, not failed.
+// return an error, and a start whose answer the client stopped waiting for,
+// or whose connection was cut after it was written whole, is in flight,
+// not failed.
 //
 // It must not import any package of this module other than pluginapi, must
 // not read the environment (main does), must not retry, and must never put

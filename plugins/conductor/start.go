@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
@@ -24,11 +23,16 @@ import (
 //     was sent: Requested true, Status 0, TimedOut true, TimeoutMs. The
 //     conductor's start blocks until the pod runs, so this is the normal
 //     outcome of a real wake: it is in flight.
+//   - the connection cut after the request was written whole, before an
+//     answer and without a timeout: Requested true, Lost true, with the
+//     cut's class in Error ("ECONNRESET", "EOF", ...). The start may have
+//     reached the conductor, so it is in flight, its answer lost (D2).
 //   - no HTTP answer otherwise: Requested false with a short class in Error
 //     (pluginapi.ErrorClass): "ECONNREFUSED", "EHOSTUNREACH", "DNS",
 //     "ETIMEDOUT" (the cap fired before the request was written, as in a
-//     connect timeout), "canceled" (the caller gave up before sending), or,
-//     after sending, "ECONNRESET" / "EOF" (the outcome is unknown).
+//     connect timeout), "canceled" (the caller gave up before sending), or
+//     "ECONNRESET" / "EPIPE" / "EOF" for a connection cut before the
+//     request was written whole: not sent.
 //   - an invalid name: Requested false, Error "invalid pod name", nothing
 //     sent.
 func (c *Client) StartPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
@@ -57,15 +61,8 @@ func (c *Client) send(ctx context.Context, name, action string, withToken bool) 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	var sent atomic.Bool
-	trace := &httptrace.ClientTrace{
-		WroteRequest: func(info httptrace.WroteRequestInfo) {
-			if info.Err == nil {
-				sent.Store(true)
-			}
-		},
-	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace),
+	var sent written
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, sent.trace()),
 		http.MethodPost, c.podURL(name, action), strings.NewReader("{}"))
 	if err != nil {
 		return pluginapi.StartResult{Error: pluginapi.ErrorClass(err)}
@@ -76,7 +73,7 @@ func (c *Client) send(ctx context.Context, name, action string, withToken bool) 
 		req.Header.Set(TokenHeader, string(c.token))
 	}
 
-	resp, err := c.http.Do(req)
+	resp, err := c.startHTTP.Do(req)
 	if err == nil {
 		// The status is the answer; the body is not read.
 		_ = resp.Body.Close()
@@ -86,7 +83,7 @@ func (c *Client) send(ctx context.Context, name, action string, withToken bool) 
 
 	canceled := parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded)
 	switch {
-	case sent.Load() && ctx.Err() != nil:
+	case sent.whole() && ctx.Err() != nil:
 		waited := timeout
 		if canceled {
 			waited = time.Since(began)
@@ -96,6 +93,10 @@ func (c *Client) send(ctx context.Context, name, action string, withToken bool) 
 		return pluginapi.StartResult{Error: "canceled"}
 	case ctx.Err() != nil:
 		return pluginapi.StartResult{Error: "ETIMEDOUT"}
+	case sent.whole():
+		// Written whole, then cut: whether the conductor got it is
+		// unknown, and a start it got goes on.
+		return pluginapi.StartResult{Requested: true, Lost: true, Error: pluginapi.ErrorClass(err)}
 	}
 	return pluginapi.StartResult{Error: pluginapi.ErrorClass(err)}
 }
@@ -107,6 +108,9 @@ func (c *Client) logOutcome(action, name string, r pluginapi.StartResult) {
 	case r.TimedOut:
 		c.log.Info(action+" requested: in flight (client timed out; the conductor continues)",
 			"pod", name, "timeout_ms", r.TimeoutMs)
+	case r.Lost:
+		c.log.Warn(action+" requested: in flight (the connection was cut after the request was sent; its answer is lost)",
+			"pod", name, "error", r.Error)
 	case r.Requested:
 		c.log.Info(action+" accepted", "pod", name, "status", r.Status)
 	case action == "start" && (r.Status == http.StatusUnauthorized || r.Status == http.StatusForbidden):

@@ -262,29 +262,6 @@ func TestStartPodNotSent(t *testing.T) {
 	}
 }
 
-// A connection that dies after the request was written, without a
-// timeout, is not in flight: the outcome is unknown and it is reported as
-// a failure with its class.
-func TestStartPodConnectionDiesAfterSending(t *testing.T) {
-	srv := newFakeConductor(t, func(w http.ResponseWriter, _ *http.Request) {
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			t.Errorf("hijack: %v", err)
-			return
-		}
-		_ = conn.Close()
-	})
-	c, _ := newClient(t, conductor.Config{URL: srv.URL})
-
-	got, err := c.StartPod(context.Background(), "qwen")
-	if err != nil {
-		t.Fatalf("error: %v", err)
-	}
-	if diff := cmp.Diff(pluginapi.StartResult{Error: "EOF"}, got); diff != "" {
-		t.Errorf("result (-want +got):\n%s", diff)
-	}
-}
-
 func TestStartStopInvalidName(t *testing.T) {
 	srv := newFakeConductor(t, answer(http.StatusAccepted, ""))
 	c, _ := newClient(t, conductor.Config{URL: srv.URL, Token: testToken})

@@ -166,7 +166,8 @@ func TestStartStopRoundTrip(t *testing.T) {
 		{name: "refused", result: pluginapi.StartResult{Requested: false, Status: 409}},
 		{name: "in flight", result: pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: 3000}},
 		{name: "never sent", result: pluginapi.StartResult{Error: "ECONNREFUSED"}},
-		{name: "every field", result: pluginapi.StartResult{Requested: true, Status: 599, TimedOut: true, TimeoutMs: 1 << 40, Error: "x"}},
+		{name: "sent, its connection cut", result: pluginapi.StartResult{Requested: true, Lost: true, Error: "ECONNRESET"}},
+		{name: "every field", result: pluginapi.StartResult{Requested: true, Status: 599, TimedOut: true, TimeoutMs: 1 << 40, Lost: true, Error: "x"}},
 		{name: "zero", result: pluginapi.StartResult{}},
 	}
 	for _, tt := range tests {

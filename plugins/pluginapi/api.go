@@ -38,18 +38,27 @@ type Pod struct {
 // error: every outcome is data the host logs and feeds to its wake policy.
 type StartResult struct {
 	// Requested is true when the provider accepted the request (HTTP 200/202)
-	// or when the request was sent and the client gave up waiting (TimedOut):
-	// the provider goes on waking.
+	// or when the request was sent and no answer came: the client gave up
+	// waiting (TimedOut) or the connection was cut (Lost). The provider goes
+	// on waking, or may.
 	Requested bool
 	Status    int   // HTTP status; 0 when there was none
 	TimedOut  bool  // the request was sent and the client stopped waiting: in flight
 	TimeoutMs int64 // with TimedOut: how long the client waited, in milliseconds
-	// Error is a short class for a request that got no HTTP answer and is
-	// not in flight: it never reached the provider ("ECONNREFUSED", "DNS",
-	// "ETIMEDOUT" for a connect that timed out), the connection failed
-	// after sending without a timeout ("ECONNRESET", "EOF": the outcome is
-	// unknown), or the request was refused before sending ("invalid pod
-	// name"). See ErrorClass. Never a URL, never a secret.
+	// Lost is true when the request was written whole and the connection
+	// was then cut before an answer, without a timeout (Error says how:
+	// "ECONNRESET", "EOF", ...). It may have reached the provider, so like
+	// a timeout it is in flight (Requested), its answer lost (design D2,
+	// #684). A cut before the request was written whole is not Lost: it
+	// was not sent.
+	Lost bool
+	// Error is a short class for a request that got no HTTP answer: with
+	// Lost, how its connection was cut; otherwise it is not in flight: it
+	// never reached the provider ("ECONNREFUSED", "DNS", "ETIMEDOUT" for a
+	// connect that timed out), its connection failed before the request
+	// was written whole ("ECONNRESET", "EPIPE"), or it was refused before
+	// sending ("invalid pod name"). See ErrorClass. Never a URL, never a
+	// secret.
 	Error string
 }
 
@@ -65,8 +74,8 @@ type GPU interface {
 	// Lookup LookupNotFound, not an error.
 	GetPod(ctx context.Context, name string) (Pod, error)
 	// StartPod asks the provider to start (wake) a pod. Every outcome is a
-	// StartResult; implementations return a nil error. A TimedOut result
-	// means the request is in flight, not that it failed.
+	// StartResult; implementations return a nil error. A TimedOut or Lost
+	// result means the request is in flight, not that it failed.
 	StartPod(ctx context.Context, name string) (StartResult, error)
 	// StopPod asks the provider to stop a pod, with StartPod's rules.
 	StopPod(ctx context.Context, name string) (StartResult, error)

@@ -35,6 +35,12 @@ const (
 	// EnvCompletionTimeout caps one Complete (provider plugin; default
 	// 120s, D6).
 	EnvCompletionTimeout = "WAKE_COMPLETION_TIMEOUT"
+	// EnvLogLevel is the lowest level of the plugin's log lines the host
+	// keeps, in hclog's words (trace, debug, info, warn, error, off; every
+	// plugin; default debug). NewLogger writes nothing below it: a line
+	// the host would drop still cost the plugin its encoding and a write,
+	// on a call's way.
+	EnvLogLevel = "WAKE_LOG_LEVEL"
 )
 
 // DurationEnv reads the duration in the environment variable name. It

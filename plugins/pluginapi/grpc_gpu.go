@@ -128,6 +128,7 @@ func startResultToProto(r StartResult) *pb.StartResult {
 		Status:    int32(r.Status),
 		TimedOut:  r.TimedOut,
 		TimeoutMs: r.TimeoutMs,
+		Lost:      r.Lost,
 		Error:     r.Error,
 	}
 }
@@ -138,6 +139,7 @@ func startResultFromProto(r *pb.StartResult) StartResult {
 		Status:    int(r.GetStatus()),
 		TimedOut:  r.GetTimedOut(),
 		TimeoutMs: r.GetTimeoutMs(),
+		Lost:      r.GetLost(),
 		Error:     r.GetError(),
 	}
 }

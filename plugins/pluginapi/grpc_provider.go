@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	pb "github.com/wakeonchat/wakeonchat/plugins/pluginapi/proto"
@@ -120,6 +121,10 @@ func (b *streamBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// Buffered is how many bytes the next Read returns without waiting: those
+// that came with the head or with the last part.
+func (b *streamBody) Buffered() int { return len(b.pending) }
+
 // Close cancels the call: the plugin cancels the request upstream.
 func (b *streamBody) Close() error {
 	b.cancel()
@@ -159,31 +164,38 @@ func (s *providerServer) Stream(req *pb.StreamRequest, srv pb.Provider_StreamSer
 	// non-streaming answer, a stream's first event): they travel in the
 	// head's message when they arrive within coalesceWait, which saves a
 	// message across the boundary; the head never waits longer for them.
+	// The first read runs here, and a timer sends the head should it take
+	// longer: handing the read to another goroutine cost a wake-up on every
+	// call.
 	buf := make([]byte, chunkSize)
-	first := make(chan readResult, 1)
-	go func() {
-		n, err := resp.Body.Read(buf)
-		first <- readResult{n, err}
-	}()
-	var r readResult
-	timer := time.NewTimer(coalesceWait)
-	select {
-	case r = <-first:
-		timer.Stop()
-		head.Data = buf[:r.n]
-		if err := srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Head{Head: head}}); err != nil {
-			return err
+	var (
+		mu       sync.Mutex // serialises the two tries at sending the head
+		headSent bool
+		headErr  error
+	)
+	// sendHead sends the head with data unless it was sent; sent says
+	// whether this call sent it.
+	sendHead := func(data []byte) (sent bool, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if headSent {
+			return false, headErr
 		}
-	case <-timer.C:
-		if err := srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Head{Head: head}}); err != nil {
-			<-first
+		headSent, head.Data = true, data
+		headErr = srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Head{Head: head}})
+		return true, headErr
+	}
+	timer := time.AfterFunc(coalesceWait, func() { _, _ = sendHead(nil) })
+	n, err := resp.Body.Read(buf)
+	timer.Stop()
+	r := readResult{n, err}
+	carried, err := sendHead(buf[:n])
+	if err != nil {
+		return err
+	}
+	if !carried && n > 0 {
+		if err := srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Data{Data: buf[:n]}}); err != nil {
 			return err
-		}
-		r = <-first
-		if r.n > 0 {
-			if err := srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Data{Data: buf[:r.n]}}); err != nil {
-				return err
-			}
 		}
 	}
 	for {

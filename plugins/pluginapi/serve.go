@@ -10,15 +10,20 @@ import (
 )
 
 // NewLogger returns the logger a plugin should use: hclog JSON lines on the
-// process's standard error, at Debug level. go-plugin forwards each line to
+// process's standard error, from the level the host keeps (EnvLogLevel;
+// Debug when it is unset or not a level). go-plugin forwards each line to
 // the host's logger at the line's own level. Call it before ServeGPU or
 // ServeProvider: Serve redirects os.Stderr, and a logger made afterwards
 // would write into that redirect instead.
 //
 // A plugin must never print to standard output: it carries the handshake.
 func NewLogger() hclog.Logger {
+	level := hclog.LevelFromString(os.Getenv(EnvLogLevel))
+	if level == hclog.NoLevel {
+		level = hclog.Debug
+	}
 	return hclog.New(&hclog.LoggerOptions{
-		Level:      hclog.Debug,
+		Level:      level,
 		Output:     os.Stderr,
 		JSONFormat: true,
 	})

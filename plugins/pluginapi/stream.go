@@ -25,7 +25,9 @@ type StreamResponse struct {
 	// fails returns a *CompletionError with Status 200: the model answered
 	// and its body failed, so the payload must never be sent again (D10);
 	// Aborted when a time cap or the caller cut it. The caller must Close
-	// it; closing it before the end cancels the request upstream.
+	// it; closing it before the end cancels the request upstream. A body
+	// from a plugin also has a method Buffered() int: how many bytes the
+	// next Read returns without waiting (those that came with the head).
 	Body io.ReadCloser
 }
 

@@ -96,6 +96,15 @@ func TestStreamRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
+	// The first chunk comes with the head (unless the plugin took over
+	// coalesceWait to read it): Buffered says so.
+	b, ok := resp.Body.(interface{ Buffered() int })
+	if !ok {
+		t.Fatalf("the body (%T) has no Buffered", resp.Body)
+	}
+	if n := b.Buffered(); n != 0 && n != len("data: 1\n\n") {
+		t.Errorf("Buffered() = %d, want the first chunk's %d bytes (or 0)", n, len("data: 1\n\n"))
+	}
 	got, err := readAll(resp.Body)
 	resp.Body.Close()
 
@@ -212,6 +221,47 @@ func TestStreamCloseCancelsThePlugin(t *testing.T) {
 
 	<-cancelled // the plugin's ctx ended; a test timeout otherwise
 }
+
+// The head does not wait for a body that is slow to start (a model
+// thinking before its first token): it reaches the host on its own, and
+// the body's first bytes follow when they come.
+func TestStreamHeadDoesNotWaitForTheBody(t *testing.T) {
+	release := make(chan struct{})
+	fake := &fakeStreamer{stream: func(context.Context, pluginapi.StreamRequest) (*pluginapi.StreamResponse, error) {
+		return &pluginapi.StreamResponse{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}},
+			Body: &gatedBody{gate: release, parts: &chunks{parts: []string{"data: 1\n\n", "data: [DONE]\n\n"}}}}, nil
+	}}
+	s := streamer(t, fake)
+	resp, err := s.Stream(context.Background(), pluginapi.StreamRequest{Body: []byte(`{}`)})
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	if resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Errorf("head %v", resp.Header)
+	}
+	close(release) // only now does the body begin
+	got, err := readAll(resp.Body)
+	resp.Body.Close()
+	if !errors.Is(err, io.EOF) {
+		t.Errorf("body ended with %v, want io.EOF", err)
+	}
+	if diff := cmp.Diff([]string{"data: 1\n\n", "data: [DONE]\n\n"}, got); diff != "" {
+		t.Errorf("reads (-want +got):\n%s", diff)
+	}
+}
+
+// gatedBody is parts, whose first read waits for gate.
+type gatedBody struct {
+	gate  chan struct{}
+	parts *chunks
+}
+
+func (b *gatedBody) Read(p []byte) (int, error) {
+	<-b.gate
+	return b.parts.Read(p)
+}
+
+func (b *gatedBody) Close() error { return nil }
 
 // blockingBody yields first, then blocks until ctx ends.
 type blockingBody struct {

@@ -95,7 +95,11 @@ func CompleteVia(ctx context.Context, s Streamer, endpoint string, req Completio
 }
 
 // JSONProblem says what is wrong with a JSON body without quoting it: the
-// plugins and the host's adapters use it for every body they decode.
+// plugins, the host's adapters and the OpenAI door use it for every body
+// they decode. A json.Decoder that runs out of input says so with
+// io.ErrUnexpectedEOF inside a value and io.EOF between tokens: both are
+// "truncated" (json.Unmarshal reports the same as a syntax error at the
+// end).
 func JSONProblem(err error) string {
 	var syntax *json.SyntaxError
 	var typ *json.UnmarshalTypeError
@@ -104,7 +108,7 @@ func JSONProblem(err error) string {
 		return fmt.Sprintf("syntax error at offset %d", syntax.Offset)
 	case errors.As(err, &typ):
 		return fmt.Sprintf("field %s is a JSON %s", typ.Field, typ.Value)
-	case errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return "truncated"
 	}
 	return "invalid"

@@ -18,6 +18,10 @@ import (
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
+// MaxIdleConns is how many idle connections to the model the Client keeps
+// when it makes its own HTTP client.
+const MaxIdleConns = 64
+
 // DefaultTimeout caps one completion (D6: the RunPod proxy gives up at
 // 100 s, so 120 s never cuts a request the proxy would have completed).
 const DefaultTimeout = 120 * time.Second
@@ -37,7 +41,8 @@ type Config struct {
 	// wait for more of its body. Zero means DefaultTimeout (120s).
 	Timeout time.Duration
 	// HTTPClient makes the requests. Nil means a client of the Client's own
-	// that ignores proxy settings and follows no redirects.
+	// that ignores proxy settings, follows no redirects and keeps up to
+	// MaxIdleConns idle connections to the model.
 	HTTPClient *http.Client
 	// Logger gets one debug line per completion (status and duration, never
 	// content). Nil means none.
@@ -66,6 +71,10 @@ func New(cfg Config) (*Client, error) {
 	}
 	if c.http == nil {
 		c.http = pluginapi.NewHTTPClient()
+		// One model endpoint takes every turn, many at once: keep a
+		// connection for each of them rather than net/http's 2, so that a
+		// burst after a burst reuses what the first one opened.
+		c.http.Transport.(*http.Transport).MaxIdleConnsPerHost = MaxIdleConns
 	}
 	if c.log == nil {
 		c.log = hclog.NewNullLogger()

@@ -396,3 +396,70 @@ func TestAPIKeyNeverFormats(t *testing.T) {
 		t.Errorf("the key leaked: %s", s)
 	}
 }
+
+// Concurrent completions keep their connections: a second burst as large
+// as the first opens none.
+func TestConnectionsKeptAcrossBursts(t *testing.T) {
+	const burst = 8
+	var (
+		mu      sync.Mutex
+		opened  int
+		arrived = make(chan struct{}, burst)
+		release chan struct{}
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		gate := release
+		mu.Unlock()
+		arrived <- struct{}{}
+		<-gate // every request of the burst is in flight at once
+		_, _ = io.WriteString(w, `{"choices":[{"message":{"role":"assistant","content":"ok"}}]}`)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			mu.Lock()
+			opened++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	c, err := openai.New(openai.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := func() int {
+		mu.Lock()
+		before := opened
+		release = make(chan struct{})
+		mu.Unlock()
+		var wg sync.WaitGroup
+		errs := make(chan error, burst)
+		for range burst {
+			wg.Go(func() {
+				_, err := c.Complete(context.Background(), srv.URL+"/v1", pluginapi.CompletionRequest{Model: "m"})
+				errs <- err
+			})
+		}
+		for range burst {
+			<-arrived
+		}
+		close(release)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return opened - before
+	}
+	if n := round(); n != burst {
+		t.Fatalf("the first burst opened %d connections, want %d", n, burst)
+	}
+	if n := round(); n != 0 {
+		t.Errorf("the second burst opened %d connections, want 0: the first's were kept", n)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -136,6 +137,12 @@ func stream(ctx context.Context, c *http.Client, url string, body []byte, header
 			continue
 		case data == "[DONE]":
 			out.body = time.Since(first)
+			// Read on to the body's end, as openai-python does, so that
+			// the connection is reused: closed before it, the client drops
+			// it and the next request pays a new one.
+			if _, err := io.Copy(io.Discard, r); err != nil {
+				return out, fmt.Errorf("after [DONE]: %w", err)
+			}
 			return out, nil
 		}
 		var ch struct {

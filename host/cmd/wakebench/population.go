@@ -141,22 +141,18 @@ type dayResult struct {
 	requestBound int
 }
 
-// readySeen is the moment the host's pod event stream first said ready
-// after the model could answer, on both clocks.
-type readySeen struct{ sim, wall time.Time }
-
-// analyze derives a day's figures from the users, the simulator's wakes and
-// the moments the event stream said ready; end is when the run stopped (a
-// wake still up is counted until then).
+// analyze derives a day's figures from the users and the simulator's wakes;
+// end is when the run stopped (a wake still up is counted until then).
 //
 // A user's delay is measured from the moment its wake's model could first
-// answer. For the clients the host pushes readiness to, it is the host's
-// detection on the simulated clock (the probe's cadence: the stream saying
-// ready) plus the delivery on the wall clock (the stream's event to the
-// user's answer: an event, a resume or a held completion, which take
-// milliseconds that the scaled clock would multiply). An asker's delay is
-// its own re-asking, all on the simulated clock.
-func analyze(users []*user, wakes []sim.WakeReport, seen []readySeen, requests int, watchPoll time.Duration, end time.Time) dayResult {
+// answer. For the clients the host pushes readiness to, it is the wait for
+// the model's first answer to anybody (the watch's probe, every
+// probe_interval, or a turn) on the simulated clock, plus the rest on the
+// wall clock: from that answer to the user's (the probe's result reaching
+// the machine, the pushed change, a resume or the held completion), which
+// takes milliseconds that the scaled clock would multiply. An asker's
+// delay is its own re-asking, all on the simulated clock.
+func analyze(users []*user, wakes []sim.WakeReport, requests int, watchPoll time.Duration, end time.Time) dayResult {
 	r := dayResult{users: len(users), wakes: len(wakes), lag: map[userKind][]time.Duration{}, conductorRequests: requests}
 	for _, w := range wakes {
 		if w.Answered > 0 {
@@ -185,7 +181,7 @@ func analyze(users []*user, wakes []sim.WakeReport, seen []readySeen, requests i
 			waited = true
 			if !u.answered.IsZero() && !u.answered.Before(ready) && u.answered.Before(stopped) {
 				served = true
-				r.lag[u.kind] = append(r.lag[u.kind], delay(u, ready, stopped, seen))
+				r.lag[u.kind] = append(r.lag[u.kind], delay(u, w))
 			}
 		}
 		if waited {
@@ -209,19 +205,13 @@ func analyze(users []*user, wakes []sim.WakeReport, seen []readySeen, requests i
 	return r
 }
 
-// delay is how long after ready (the model's first possible answer) u was
-// answered, as analyze describes.
-func delay(u *user, ready, stopped time.Time, seen []readySeen) time.Duration {
-	if u.kind == asker {
-		return u.answered.Sub(ready)
+// delay is how long after w's model could first answer u was answered, as
+// analyze describes.
+func delay(u *user, w sim.WakeReport) time.Duration {
+	if u.kind == asker || w.FirstAnswerAt.IsZero() {
+		return u.answered.Sub(w.ReadyAt)
 	}
-	for _, s := range seen {
-		if s.sim.Before(ready) || !s.sim.Before(stopped) {
-			continue
-		}
-		return s.sim.Sub(ready) + max(0, u.answeredWall.Sub(s.wall))
-	}
-	return u.answered.Sub(ready) // the stream never said ready: all simulated
+	return w.FirstAnswerAt.Sub(w.ReadyAt) + max(0, u.answeredWall.Sub(w.FirstAnswerWall))
 }
 
 // readyBetween reports whether some wake's model was answering at a moment
@@ -269,10 +259,6 @@ func (b *harness) population(ctx context.Context, d dayPlan, p population) (dayR
 	base := "http://" + a.Addr()
 	start := clk.Now()
 	users := d.users(p, start)
-	watching, stopWatching := context.WithCancel(ctx)
-	defer stopWatching()
-	seenc := make(chan []readySeen, 1)
-	go func() { seenc <- watchReady(watching, base, clk) }()
 	var wg sync.WaitGroup
 	for i, u := range users {
 		wg.Add(1)
@@ -295,45 +281,7 @@ func (b *harness) population(ctx context.Context, d dayPlan, p population) (dayR
 		<-clk.After(time.Minute)
 	}
 	end := clk.Now()
-	stopWatching()
-	seen := <-seenc
-	return analyze(users, s.Wakes(sim.DefaultPod), seen, s.Lookups(sim.DefaultPod)+s.StartRequests(sim.DefaultPod), defaultPopulationWatchPoll, end), nil
-}
-
-// watchReady follows the pod's event stream until ctx ends and returns each
-// moment it turned ready. It costs the conductor nothing.
-func watchReady(ctx context.Context, base string, clk clock.Clock) []readySeen {
-	var seen []readySeen
-	ready := false // across reconnections: a stream's first event is the current view
-	for ctx.Err() == nil {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/pods/"+sim.DefaultPod+"/events", nil)
-		if err != nil {
-			return seen
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			data, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
-			var ev struct {
-				Ready bool `json:"ready"`
-			}
-			if json.Unmarshal([]byte(data), &ev) != nil {
-				continue
-			}
-			if ev.Ready && !ready {
-				seen = append(seen, readySeen{sim: clk.Now(), wall: time.Now()})
-			}
-			ready = ev.Ready
-		}
-		resp.Body.Close()
-	}
-	return seen
+	return analyze(users, s.Wakes(sim.DefaultPod), s.Lookups(sim.DefaultPod)+s.StartRequests(sim.DefaultPod), defaultPopulationWatchPoll, end), nil
 }
 
 // defaultPopulationWatchPoll is [timings] watch_poll's default, which the
@@ -487,13 +435,40 @@ func (c *client) wait(ctx context.Context) bool {
 // (true), or the pod is in a state nothing will get ready by waiting, or
 // the stream or ctx ends (false).
 func (c *client) readyOnStream(ctx context.Context, path string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
+	ready := false
+	followStream(ctx, c.base+path, func(ev streamEvent) bool {
+		switch {
+		case ev.Reason != "":
+			return false // the stream ends: lagged or shut down
+		case ev.Ready:
+			ready = true
+			return false
+		case ev.State == "asleep" || ev.State == "stopped" || ev.State == "never-ready" ||
+			ev.State == "refused" || ev.State == "start-failed":
+			return false // nothing is waking it: wait again wakes it
+		}
+		return true
+	})
+	return ready
+}
+
+// streamEvent is the part of a pod event stream's event the bench reads.
+type streamEvent struct {
+	Ready  bool   `json:"ready"`
+	State  string `json:"state"`
+	Reason string `json:"reason"` // the end event: why the host ended the stream
+}
+
+// followStream reads the pod event stream at url, handing each event to
+// fn until fn returns false, the stream ends or ctx does.
+func followStream(ctx context.Context, url string, fn func(streamEvent) bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return false
+		return
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return false
+		return
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
@@ -502,23 +477,11 @@ func (c *client) readyOnStream(ctx context.Context, path string) bool {
 		if !ok {
 			continue
 		}
-		var ev struct {
-			Ready  bool   `json:"ready"`
-			State  string `json:"state"`
-			Reason string `json:"reason"`
-		}
-		if json.Unmarshal([]byte(data), &ev) != nil || ev.Reason != "" {
-			return false
-		}
-		switch {
-		case ev.Ready:
-			return true
-		case ev.State == "asleep" || ev.State == "stopped" || ev.State == "never-ready" ||
-			ev.State == "refused" || ev.State == "start-failed":
-			return false // nothing is waking it: wait again wakes it
+		var ev streamEvent
+		if json.Unmarshal([]byte(data), &ev) != nil || !fn(ev) {
+			return
 		}
 	}
-	return false
 }
 
 // hold is the OpenAI client in hold mode: one completion, held by the host

@@ -10,23 +10,24 @@ import (
 )
 
 // TestAnalyze: a hand-made day of three wakes and five users, each figure
-// of measurement 7 worked out by hand.
+// of measurement 7 worked out by hand. A pushed client's delay is the wait
+// for the model's first answer (simulated clock) plus the wall time from
+// that answer to its own.
 func TestAnalyze(t *testing.T) {
 	t0 := time.Date(2026, 9, 10, 9, 0, 0, 0, time.UTC)
 	wall := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC) // the wall clock of the run
 	at := func(m float64) time.Time { return t0.Add(time.Duration(m * float64(time.Minute))) }
 	wakes := []sim.WakeReport{
-		// Served the waiter and the asker; up 9 → 30.
-		{PodID: "pod-1", StartedAt: at(0), ReadyAt: at(9), EndedAt: at(30), Answered: 3},
+		// Served the waiter and the asker; up 9 → 30; the probe got the
+		// model's first answer 0.8 s after it could give one.
+		{PodID: "pod-1", StartedAt: at(0), ReadyAt: at(9), EndedAt: at(30), Answered: 3,
+			FirstAnswerAt: at(9).Add(800 * time.Millisecond), FirstAnswerWall: wall},
 		// Nobody was left when it was ready: 15 ready minutes for nobody.
-		{PodID: "pod-2", StartedAt: at(60), ReadyAt: at(69), EndedAt: at(84)},
+		{PodID: "pod-2", StartedAt: at(60), ReadyAt: at(69), EndedAt: at(84),
+			FirstAnswerAt: at(69).Add(time.Second), FirstAnswerWall: wall.Add(time.Minute)},
 		// Still up when the run ended at 130: served the holder.
-		{PodID: "pod-3", StartedAt: at(100), ReadyAt: at(109), Answered: 1},
-	}
-	seen := []readySeen{
-		{sim: at(9).Add(800 * time.Millisecond), wall: wall},                        // pod-1: the probe saw it 0.8 s late
-		{sim: at(69).Add(time.Second), wall: wall.Add(time.Minute)},                 // pod-2
-		{sim: at(109).Add(500 * time.Millisecond), wall: wall.Add(2 * time.Minute)}, // pod-3
+		{PodID: "pod-3", StartedAt: at(100), ReadyAt: at(109), Answered: 1,
+			FirstAnswerAt: at(109).Add(500 * time.Millisecond), FirstAnswerWall: wall.Add(2 * time.Minute)},
 	}
 	users := []*user{
 		// Waiting at 9, answered 30 ms of wall time after the stream said ready.
@@ -40,7 +41,7 @@ func TestAnalyze(t *testing.T) {
 		// Held from 100, answered 10 ms after the stream said ready.
 		{kind: holder, arrive: at(100), answered: at(109.2), answeredWall: wall.Add(2*time.Minute + 10*time.Millisecond), requests: 1},
 	}
-	got := analyze(users, wakes, seen, 100, 5*time.Second, at(130))
+	got := analyze(users, wakes, 100, 5*time.Second, at(130))
 	want := dayResult{
 		users: 5, answered: 3, leftBeforeReady: 2, leftAfterReady: 0,
 		wakes: 3, servedWakes: 2,

@@ -19,6 +19,8 @@ type Config struct {
 	DataDir string
 	// AdminListen is [server] admin_listen; "" leaves it unset.
 	AdminListen string
+	// EventsKeepalive is [server] events_keepalive; 0 leaves it unset.
+	EventsKeepalive time.Duration
 
 	// [conductor]
 	ConductorPlugin string
@@ -73,6 +75,7 @@ func (c Config) TOML() string {
 	set("listen", "127.0.0.1:0")
 	set("data_dir", c.DataDir)
 	set("admin_listen", c.AdminListen)
+	duration("events_keepalive", c.EventsKeepalive)
 	b.WriteString("\n[conductor]\n")
 	set("plugin", c.ConductorPlugin)
 	set("url", c.ConductorURL)

@@ -18,6 +18,7 @@ func TestWriteConfig(t *testing.T) {
 	c, err := config.Load(WriteConfig(t, Config{
 		DataDir:           dataDir,
 		AdminListen:       "127.0.0.1:0",
+		EventsKeepalive:   40 * time.Millisecond,
 		ConductorPlugin:   "gpu-plugin",
 		ConductorURL:      "http://127.0.0.1:9",
 		LookupTimeout:     300 * time.Millisecond,
@@ -32,6 +33,9 @@ func TestWriteConfig(t *testing.T) {
 	if c.Server.Listen != "127.0.0.1:0" || c.DataDir() != dataDir || c.Server.AdminListen != "127.0.0.1:0" {
 		t.Errorf("[server] listen %q, data dir %q, admin_listen %q; want 127.0.0.1:0, %q and 127.0.0.1:0",
 			c.Server.Listen, c.DataDir(), c.Server.AdminListen, dataDir)
+	}
+	if got := c.Server.EventsKeepalive.Duration; got != 40*time.Millisecond {
+		t.Errorf("events_keepalive %v, want 40ms", got)
 	}
 	wantConductor := config.Conductor{
 		Plugin: "gpu-plugin", URL: "http://127.0.0.1:9",

@@ -22,14 +22,40 @@ func (s *Store) History(session string, last int) ([]store.Message, error) {
 	if last <= 0 {
 		return nil, nil
 	}
+	return s.history(`SELECT role, content FROM wake_messages WHERE session = $1
+		ORDER BY seq DESC LIMIT $2`, session, last)
+}
+
+// HistoryWithin returns the newest messages of session, at most last of
+// them, whose contents total at most maxBytes bytes, oldest first: the
+// messages of History(session, last) from the newest back to the first
+// that would take the total past maxBytes, which ends them. The database
+// sums the sizes (a size needs no read of a stored content) and sends only
+// the messages that fit. It returns nil when last <= 0 or maxBytes < 0, and
+// for a session it has never seen.
+func (s *Store) HistoryWithin(session string, last, maxBytes int) ([]store.Message, error) {
+	if session == "" {
+		return nil, errNoSession
+	}
+	if last <= 0 || maxBytes < 0 {
+		return nil, nil
+	}
+	return s.history(`SELECT role, content FROM (
+			SELECT seq, role, content, sum(octet_length(content)) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS total
+			FROM wake_messages WHERE session = $1 ORDER BY seq DESC LIMIT $2
+		) AS newest WHERE total <= $3 ORDER BY seq DESC`, session, last, maxBytes)
+}
+
+// history runs query, which selects role and content newest first, and
+// returns its messages oldest first.
+func (s *Store) history(query string, args ...any) ([]store.Message, error) {
 	ctx, cancel, err := s.op()
 	if err != nil {
 		return nil, err
 	}
 	defer cancel()
 	what := "read the history of a session"
-	rows, err := s.pool.Query(ctx, `SELECT role, content FROM wake_messages WHERE session = $1
-		ORDER BY seq DESC LIMIT $2`, session, last)
+	rows, err := s.pool.Query(ctx, query, args...)
 	if err != nil {
 		return nil, s.closedOr(dbErr(what, err))
 	}

@@ -54,6 +54,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("UpdateRecord", func(t *testing.T) { testUpdateRecord(t, s) })
 	t.Run("WakeLog", func(t *testing.T) { testWakeLog(t, s) })
 	t.Run("History", func(t *testing.T) { testHistory(t, s) })
+	t.Run("HistoryWithin", func(t *testing.T) { testHistoryWithin(t, s) })
 	t.Run("Pending", func(t *testing.T) { testPending(t, s) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, s) })
 	t.Run("Closed", func(t *testing.T) { testClosed(t, s) })
@@ -110,7 +111,11 @@ func testClosed(t *testing.T, s Suite) {
 			_, _, err := st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
 			return err
 		},
-		"History":    func() error { _, err := st.History("s", 2); return err },
+		"History": func() error { _, err := st.History("s", 2); return err },
+		"HistoryWithin": func() error {
+			_, err := st.HistoryWithin("s", 2, 100)
+			return err
+		},
 		"AppendTurn": func() error { return st.AppendTurn("s", user("q"), assistant("a")) },
 		"Pending":    func() error { _, _, err := st.Pending("s"); return err },
 		"PutPending": func() error { return st.PutPending("s", pending("k")) },

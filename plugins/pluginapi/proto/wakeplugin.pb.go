@@ -479,7 +479,12 @@ type StartResult struct {
 	TimeoutMs int64 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	// A short class for a request that got no HTTP answer, such as
 	// "ECONNREFUSED", "DNS" or "ETIMEDOUT". Never a URL, never a secret.
-	Error         string `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	Error string `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	// The request was written whole and the connection was cut before an
+	// answer (error says how, such as "ECONNRESET" or "EOF"): it may have
+	// reached the provider, so it is in flight, its answer lost. Set with
+	// requested.
+	Lost          bool `protobuf:"varint,6,opt,name=lost,proto3" json:"lost,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -547,6 +552,13 @@ func (x *StartResult) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *StartResult) GetLost() bool {
+	if x != nil {
+		return x.Lost
+	}
+	return false
 }
 
 type StreamRequest struct {
@@ -1065,14 +1077,15 @@ const file_wakeplugin_proto_rawDesc = "" +
 	"\x0eStopPodRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"L\n" +
 	"\x0fStopPodResponse\x129\n" +
-	"\x06result\x18\x01 \x01(\v2!.wakeonchat.plugin.v1.StartResultR\x06result\"\x95\x01\n" +
+	"\x06result\x18\x01 \x01(\v2!.wakeonchat.plugin.v1.StartResultR\x06result\"\xa9\x01\n" +
 	"\vStartResult\x12\x1c\n" +
 	"\trequested\x18\x01 \x01(\bR\trequested\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\x05R\x06status\x12\x1b\n" +
 	"\ttimed_out\x18\x03 \x01(\bR\btimedOut\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"?\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\x12\x12\n" +
+	"\x04lost\x18\x06 \x01(\bR\x04lost\"?\n" +
 	"\rStreamRequest\x12\x1a\n" +
 	"\bendpoint\x18\x01 \x01(\tR\bendpoint\x12\x12\n" +
 	"\x04body\x18\x02 \x01(\fR\x04body\"\xa7\x01\n" +

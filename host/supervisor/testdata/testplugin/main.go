@@ -45,6 +45,8 @@ func (g gpu) GetPod(ctx context.Context, name string) (pluginapi.Pod, error) {
 		}
 		sort.Strings(keys)
 		return pluginapi.Pod{Name: name, Status: strings.Join(keys, ",")}, nil
+	case "loglevel":
+		return pluginapi.Pod{Name: name, Status: os.Getenv(pluginapi.EnvLogLevel)}, nil
 	case "pid":
 		return pluginapi.Pod{Name: name, PodID: strconv.Itoa(os.Getpid())}, nil
 	case "crash":

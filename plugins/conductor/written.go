@@ -1,0 +1,109 @@
+package conductor
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+)
+
+// This file answers, for a start or stop whose connection failed before
+// an answer, whether the request was written whole (D2): then the
+// conductor may have it and it is in flight; otherwise it was not sent.
+//
+// httptrace's WroteRequest alone cannot tell: the transport calls it once
+// the request is in its write buffer, and writes the buffer to the
+// connection afterwards, so a cut before a small request reached the
+// socket still reports it written. A start therefore goes on a connection
+// of its own (no keep-alive, HTTP/1.1), dialled through startConn, which
+// notes a write that failed or was short; the request was written whole
+// when WroteRequest reported no error and no write on its connection
+// failed. A connection of its own also means a start is never written on
+// a kept-alive connection the conductor has just closed, a cut that would
+// otherwise look like one after sending.
+
+// startConn is a connection a start request goes on. It notes whether a
+// write failed.
+type startConn struct {
+	net.Conn
+	writeFailed atomic.Bool
+}
+
+func (c *startConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil || n < len(p) {
+		c.writeFailed.Store(true)
+	}
+	return n, err
+}
+
+// startClient is base for start and stop requests: its transport cloned
+// with no keep-alive and no HTTP/2, dialling through startConn. A client
+// whose transport is not an *http.Transport, or that dials TLS itself, is
+// used as it is: for it, WroteRequest alone says whether the request was
+// written.
+func startClient(base *http.Client) *http.Client {
+	rt := base.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	t, ok := rt.(*http.Transport)
+	if !ok || t.DialTLSContext != nil || t.DialTLS != nil {
+		return base
+	}
+	t = t.Clone()
+	t.DisableKeepAlives = true
+	t.ForceAttemptHTTP2 = false
+	t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{} // HTTP/1.1 only
+	dial := t.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &startConn{Conn: conn}, nil
+	}
+	c := *base
+	c.Transport = t
+	return &c
+}
+
+// written follows one request: use its trace, then ask whole.
+type written struct {
+	wrote atomic.Bool               // WroteRequest reported no error
+	conn  atomic.Pointer[startConn] // the request's connection, when it is a startConn
+}
+
+func (w *written) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			conn := info.Conn
+			if tc, ok := conn.(*tls.Conn); ok {
+				conn = tc.NetConn()
+			}
+			if sc, ok := conn.(*startConn); ok {
+				w.conn.Store(sc)
+			}
+		},
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				w.wrote.Store(true)
+			}
+		},
+	}
+}
+
+// whole reports whether the request was written whole to its connection.
+// Call it once the request's round trip has returned.
+func (w *written) whole() bool {
+	if !w.wrote.Load() {
+		return false
+	}
+	sc := w.conn.Load()
+	return sc == nil || !sc.writeFailed.Load()
+}
