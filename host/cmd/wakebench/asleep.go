@@ -131,9 +131,33 @@ func (b *harness) burst(ctx context.Context, run int, spec hostSpec) (r burstRun
 	}
 	r.ok = len(ok)
 	r.lat = latencyOf(ok)
-	r.starts = s.StartRequests(sim.DefaultPod)
+	r.starts = settledStarts(ctx, s)
 	r.fp, err = h.footprint()
 	return r, err
+}
+
+// Bounds on waiting for a burst's start requests to reach the simulator.
+const (
+	startArrivesWithin = 5 * time.Second
+	startsSettle       = 200 * time.Millisecond
+)
+
+// settledStarts is how many start requests the simulator has received
+// once the burst's are all in. The host sends a start in the background
+// after the ask that decided the wake has its reply, so the last reply of
+// a burst may come before it: count once one has arrived (within
+// startArrivesWithin), and startsSettle later, time for any other decided
+// at the same moment to arrive too.
+func settledStarts(ctx context.Context, s *sim.Sim) int {
+	deadline := time.Now().Add(startArrivesWithin)
+	for s.StartRequests(sim.DefaultPod) == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(startsSettle):
+	}
+	return s.StartRequests(sim.DefaultPod)
 }
 
 // askAsleep sends one ask that must get a wake-policy reply, not a model's.
