@@ -391,6 +391,9 @@ func (a *App) close(ctx context.Context, graceRanOut bool) error {
 	if a.gpu != nil {
 		a.gpu.Close()
 	}
+	if a.server != nil {
+		a.server.Drain(ctx) // an answered turn is stored after its handler returns
+	}
 	if a.store != nil {
 		if err := a.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("store: %w", err))

@@ -67,17 +67,32 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		count(metrics.ResultConflict)
 		return
 	}
-	defer s.slots.release(req.SessionID)
 	// Counted before the slot is released: once Wait returns for the
 	// session, its turn is in the metrics. What each path answered is its
 	// result: answered, the key of the policy's reply, or an error class.
 	result := metrics.ResultInternalError
-	defer func() { count(result) }()
+	turnTaken := false
+	defer func() {
+		if remember := s.slots.finishing(req.SessionID); remember != nil {
+			// A model answered and the reply is sent: the turn is stored
+			// after the handler returns, so that net/http can read the
+			// connection's next request meanwhile (it reads none until the
+			// handler returns), and the slot, and the session's turn on a
+			// shared store, are held until it is stored.
+			go s.store(req.SessionID, remember, func() { count(result) })
+			return
+		}
+		count(result)
+		if turnTaken {
+			s.releaseTurn(req.SessionID)
+		}
+		s.slots.release(req.SessionID)
+	}()
 	if refused, mayRun := s.takeTurn(w, r.Context(), req.SessionID); !mayRun {
 		result = refused
 		return
 	}
-	defer s.releaseTurn(req.SessionID)
+	turnTaken = true
 	defer func() {
 		if p := recover(); p != nil {
 			// A crashing provider, plugin adapter or store never takes the host
@@ -306,17 +321,43 @@ func (s *Server) failed(w http.ResponseWriter, ctx context.Context, session stri
 // slot is released: the user gets the answer without waiting for the disk,
 // and the session's next turn (which waits for the slot) sees it in its
 // history.
+//
+// The store is left to the handler's end (see store): answered marks the
+// slot finishing with what remains to do.
 func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) string {
 	// Finishing before the reply leaves: a client may send its next turn
 	// the moment it reads the reply, and that turn must wait, not get a 409.
-	s.slots.finish(req.SessionID)
+	s.slots.finish(req.SessionID, func() error { return s.cfg.Agent.Remember(req.SessionID, req.Message, res) })
 	s.finishTurn(req.SessionID)
 	writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
-	http.NewResponseController(w).Flush() // without Flush the reply leaves when the handler returns
-	if err := s.cfg.Agent.Remember(req.SessionID, req.Message, res); err != nil {
-		s.cfg.Logger.Error("the turn was answered but not stored", "session", req.SessionID, "err", logErr{err})
-	}
+	http.NewResponseController(w).Flush() // the reply leaves now, not when the handler returns
 	return metrics.ResultAnswered
+}
+
+// store ends an answered turn once its handler has returned: it stores the
+// turn, counts it, then releases the session's slot. A store that fails or
+// panics is logged and never takes the host down; the slot is released
+// whatever happens.
+func (s *Server) store(session string, remember func() error, count func()) {
+	defer s.slots.release(session)
+	defer count()
+	defer s.releaseTurn(session) // an answered turn had taken it
+	defer func() {
+		if p := recover(); p != nil {
+			s.cfg.Logger.Error("turn panicked", "session", session, "panic", fmt.Sprint(p))
+		}
+	}()
+	if err := remember(); err != nil {
+		s.cfg.Logger.Error("the turn was answered but not stored", "session", session, "err", logErr{err})
+	}
+}
+
+// Drain returns when no turn holds a session's slot (every answered turn
+// is stored), or when ctx ends. The host calls it after its HTTP server
+// has shut down and before it closes the store: an answered turn is stored
+// after its handler returns.
+func (s *Server) Drain(ctx context.Context) error {
+	return s.slots.idle(ctx)
 }
 
 // logErr logs an error through its LogValue when it has one (a not-ready

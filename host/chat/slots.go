@@ -10,12 +10,14 @@ import (
 // waits for it (the user can only have seen the reply) instead of being
 // turned away, and then sees the stored turn in its history.
 type slots struct {
-	mu sync.Mutex
-	m  map[string]*slot
+	mu    sync.Mutex
+	m     map[string]*slot
+	empty chan struct{} // closed when m empties; nil until idle waits
 }
 
 type slot struct {
 	finishing bool
+	remember  func() error // what the finishing turn has left to do: store itself
 	done      chan struct{}
 }
 
@@ -46,13 +48,25 @@ func (s *slots) take(ctx context.Context, session string) bool {
 	}
 }
 
-// finish marks session's turn as replied to: only storing it remains.
-func (s *slots) finish(session string) {
+// finish marks session's turn as replied to: only storing it, with
+// remember, remains.
+func (s *slots) finish(session string, remember func() error) {
 	s.mu.Lock()
 	if sl, ok := s.m[session]; ok {
-		sl.finishing = true
+		sl.finishing, sl.remember = true, remember
 	}
 	s.mu.Unlock()
+}
+
+// finishing returns what session's finishing turn has left to do, or nil
+// when its turn never replied with a model's answer.
+func (s *slots) finishing(session string) func() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sl, ok := s.m[session]; ok && sl.finishing {
+		return sl.remember
+	}
+	return nil
 }
 
 // release frees session's slot and wakes any turn waiting for it.
@@ -60,9 +74,33 @@ func (s *slots) release(session string) {
 	s.mu.Lock()
 	sl, ok := s.m[session]
 	delete(s.m, session)
+	if len(s.m) == 0 && s.empty != nil {
+		close(s.empty)
+		s.empty = nil
+	}
 	s.mu.Unlock()
 	if ok {
 		close(sl.done)
+	}
+}
+
+// idle returns when no session holds a slot, or ctx ends.
+func (s *slots) idle(ctx context.Context) error {
+	s.mu.Lock()
+	if len(s.m) == 0 {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.empty == nil {
+		s.empty = make(chan struct{})
+	}
+	empty := s.empty
+	s.mu.Unlock()
+	select {
+	case <-empty:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -1,15 +1,21 @@
 package chat_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wakeonchat/wakeonchat/host/agent"
+	"github.com/wakeonchat/wakeonchat/host/chat"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -157,5 +163,91 @@ func TestNextTurnRightAfterTheReply(t *testing.T) {
 	}
 	if got, want := last[len(last)-2].Content, answerTo("turn 58"); got != want {
 		t.Errorf("the last turn's history ends with %q, want %q", got, want)
+	}
+}
+
+// blockedHistory is the harness's store whose AppendTurn waits for release,
+// telling entered each time one begins.
+type blockedHistory struct {
+	*store.Store
+	entered chan string
+	release chan struct{}
+}
+
+func (b *blockedHistory) AppendTurn(session string, user, assistant store.Message) error {
+	b.entered <- session
+	<-b.release
+	return b.Store.AppendTurn(session, user, assistant)
+}
+
+// TestStoreAfterHandler: an answered turn is stored after its handler
+// returns, so a client's next request on the same keep-alive connection (a
+// new session) is answered while the first turn is still being stored; the
+// first session's slot, Wait and Drain hold until the turn is stored.
+func TestStoreAfterHandler(t *testing.T) {
+	h := newHarness(t)
+	hist := &blockedHistory{Store: h.store, entered: make(chan string, 2), release: make(chan struct{})}
+	a := h.serve(t, []string{"a"}, func(cfg *chat.Config) {
+		cfg.Agent = agent.New(agent.Config{
+			Chain: []agent.Provider{{Name: "a", Model: h.models["a"]}}, History: hist,
+			SystemPrompt: systemPrompt, HistoryMessages: 20, HistoryBytes: 256 << 10,
+		})
+	})
+	cs := h.servers[len(h.servers)-1]
+	release := sync.OnceFunc(func() { close(hist.release) })
+	t.Cleanup(release) // runs before the server closes, should the test fail first
+	h.gpu.set(readyPod(rfc3339(t0)))
+
+	if got := a.ask("s1", "first").Reply; got != answerTo("first") {
+		t.Fatalf("s1: reply %q, want the model's answer", got)
+	}
+	if got := <-hist.entered; got != "s1" {
+		t.Fatalf("storing %q, want s1", got)
+	}
+	// s1 is still being stored; the same client's next request must not
+	// wait for it (httptest's client reuses the idle connection).
+	answered := make(chan string, 1)
+	go func() {
+		b, _ := json.Marshal(chatReq{Message: "second", SessionID: "s2"})
+		res, err := a.client.Post(a.url+"/api/chat", "application/json", bytes.NewReader(b))
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		answered <- string(body)
+	}()
+	select {
+	case body := <-answered:
+		if !strings.Contains(body, answerTo("second")) {
+			t.Errorf("s2: body %s, want the model's answer", body)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("s2 was not answered while s1's turn was being stored")
+	}
+	if got := <-hist.entered; got != "s2" {
+		t.Fatalf("storing %q, want s2", got)
+	}
+
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := cs.Wait(short, "s1"); err == nil {
+		t.Error("Wait(s1) returned before s1's turn was stored")
+	}
+	if err := cs.Drain(short); err == nil {
+		t.Error("Drain returned before the turns were stored")
+	}
+
+	release()
+	ctx, cancel2 := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel2()
+	if err := cs.Drain(ctx); err != nil {
+		t.Fatalf("Drain after the stores: %v", err)
+	}
+	for _, s := range []string{"s1", "s2"} {
+		if got := h.history(t, s); len(got) != 2 {
+			t.Errorf("history of %s: %v, want its turn", s, got)
+		}
 	}
 }

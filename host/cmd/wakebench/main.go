@@ -26,7 +26,7 @@
 // Each figure is the median of -runs runs, each on a fresh simulator and a
 // fresh host.
 //
-//	go run ./host/cmd/wakebench [-runs 5] [-quick] [-only 1-6|7|8] [-out FILE]
+//	go run ./host/cmd/wakebench [-runs 5] [-quick] [-only 1-6|2|7|8] [-out FILE]
 //
 // It builds with the go command on PATH, from the module of the working
 // directory. It talks to 127.0.0.1 only, bounds every loop in count and time,
@@ -82,13 +82,13 @@ func run() error {
 	runs := flag.Int("runs", 0, "runs per measurement, each figure their median (default 5; 2 with -quick)")
 	quick := flag.Bool("quick", false, "a smoke test: fewer runs and requests")
 	out := flag.String("out", "", "also write the table to this file")
-	only := flag.String("only", "", `run only these measurements: "1-6" (the table), "7" (the simulated day) or "8" (the PostgreSQL store, with bbolt's runs of 1 and 3 beside it)`)
+	only := flag.String("only", "", `run only these measurements: "1-6" (the table), "2" (the ready path alone), "7" (the simulated day) or "8" (the PostgreSQL store, with bbolt's runs of 1 and 3 beside it)`)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", flag.Args())
 	}
-	if *only != "" && *only != "1-6" && *only != "7" && *only != "8" {
-		return fmt.Errorf(`-only must be "1-6", "7" or "8", not %q`, *only)
+	if *only != "" && *only != "1-6" && *only != "2" && *only != "7" && *only != "8" {
+		return fmt.Errorf(`-only must be "1-6", "2", "7" or "8", not %q`, *only)
 	}
 	p := fullPlan
 	if *quick {
@@ -118,9 +118,12 @@ func run() error {
 	if *only != "7" {
 		var rows []row
 		var err error
-		if *only == "8" {
+		switch *only {
+		case "2":
+			rows, err = b.measureReady(ctx)
+		case "8":
 			rows, err = b.measurePostgres(ctx, nil, nil)
-		} else {
+		default:
 			rows, err = b.measure(ctx, *only == "")
 		}
 		if err != nil {
@@ -179,15 +182,12 @@ func (b *harness) measure(ctx context.Context, withPostgres bool) ([]row, error)
 			i+1, p.runs, ms(r.seq.p99), p.concurrency, ms(r.conc.p99), r.starts)
 		asleep, startups, fps[0] = append(asleep, r), append(startups, r.startup), append(fps[0], r.fp)
 	}
-	var ready []readyRun
-	for i := range p.runs {
-		r, err := b.ready(ctx, i)
-		if err != nil {
-			return nil, fmt.Errorf("measurement 2 (ready path), run %d: %w", i+1, err)
-		}
-		b.progressf("2 ready path, run %d/%d: host p50 %s, direct p50 %s, added %s",
-			i+1, p.runs, ms(r.host.p50), ms(r.direct.p50), us(r.added.p50))
-		ready, startups, fps[1] = append(ready, r), append(startups, r.startup), append(fps[1], r.fp)
+	ready, err := b.readyRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range ready {
+		startups, fps[1] = append(startups, r.startup), append(fps[1], r.fp)
 	}
 	var bursts []burstRun
 	for i := range p.runs {
@@ -250,6 +250,31 @@ func (b *harness) measurePostgres(ctx context.Context, asleep []asleepRun, burst
 		asleep, bursts = pg.boltAsleep, pg.boltBursts
 	}
 	return postgresRows(b.plan, pg, asleep, bursts), nil
+}
+
+// readyRuns runs measurement 2 -runs times.
+func (b *harness) readyRuns(ctx context.Context) ([]readyRun, error) {
+	p := b.plan
+	var ready []readyRun
+	for i := range p.runs {
+		r, err := b.ready(ctx, i)
+		if err != nil {
+			return nil, fmt.Errorf("measurement 2 (ready path), run %d: %w", i+1, err)
+		}
+		b.progressf("2 ready path, run %d/%d: host p50 %s, direct p50 %s, added %s",
+			i+1, p.runs, ms(r.host.p50), ms(r.direct.p50), us(r.added.p50))
+		ready = append(ready, r)
+	}
+	return ready, nil
+}
+
+// measureReady runs measurement 2 alone (-only 2) and returns its rows.
+func (b *harness) measureReady(ctx context.Context) ([]row, error) {
+	ready, err := b.readyRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return readyRows(b.plan, ready), nil
 }
 
 // shortWatchPoll is measurement 4's short [timings] watch_poll.
