@@ -1,5 +1,8 @@
 # wake-on-chat. `make demo` runs the host against its built-in simulator;
-# `make test` runs every test. Only Go is needed for either.
+# `make test` runs every test. Only Go is needed for either; the PostgreSQL
+# store's suites also run when a server answers at WAKE_TEST_POSTGRES_DSN
+# (default postgres://postgres@127.0.0.1:5432/test), and are skipped, said
+# in a line before and after the tests, when none does.
 GO      ?= go
 BIN     := bin
 CMDS    := $(wildcard ./host/cmd/wakehost ./plugins/conductor/cmd/wake-plugin-conductor ./plugins/provider-openai/cmd/wake-plugin-provider-openai)
@@ -13,7 +16,9 @@ test:
 	@unformatted="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	@$(GO) run ./host/internal/pgtest/probe
 	$(GO) test -race ./...
+	@$(GO) run ./host/internal/pgtest/probe
 
 # Regenerates docs/state-diagram.md and the plugin API's gRPC code (the latter
 # needs protoc: see plugins/pluginapi/gen.sh).

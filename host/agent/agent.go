@@ -31,11 +31,9 @@ type Model interface {
 	Complete(ctx context.Context, msgs []pluginapi.Message) (string, error)
 }
 
-// History is where sessions keep their turns; *store.Store is one.
-type History interface {
-	History(session string, last int) ([]store.Message, error)
-	AppendTurn(session string, user, assistant store.Message) error
-}
+// History is where sessions keep their turns: store.History, which every
+// store backend implements.
+type History = store.History
 
 // Provider is one named model of the chain.
 type Provider struct {

@@ -32,6 +32,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/host/store/postgres"
 	"github.com/wakeonchat/wakeonchat/host/supervisor"
 	"github.com/wakeonchat/wakeonchat/host/wake"
 	"github.com/wakeonchat/wakeonchat/machines"
@@ -61,7 +62,7 @@ type App struct {
 	cfg     config.Config
 	log     *slog.Logger
 	clock   clock.Clock
-	store   *store.Store
+	store   store.Backend
 	gpu     *supervisor.GPU
 	provs   []*supervisor.Provider
 	coord   *wake.Coordinator
@@ -128,10 +129,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		a.clock = clock.Real()
 	}
 
-	// A pending wake lives as long as its wake's watch (wake_watch).
-	a.store, err = store.Options{Now: a.clock.Now, PendingTTL: cfg.Timings.WakeWatch.Duration}.
-		Open(filepath.Join(dataDir, "wake.db"))
-	if err != nil {
+	if a.store, err = a.openStore(ctx, dataDir, o.Getenv); err != nil {
 		return nil, err
 	}
 	// The store prunes in the background until it is closed.
@@ -147,29 +145,41 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := a.startMetrics(pod); err != nil {
-		return nil, err
-	}
+	a.startMetrics(pod)
 	if err := a.startPlugins(ctx, o.Getenv, o.Simulate); err != nil {
 		return nil, err
 	}
 	// Every stored change of a pod's record is pushed to whoever waits on
 	// the pod (the event streams, the door's held requests), who ask the
-	// conductor nothing. The hub starts from the stored records.
+	// conductor nothing.
 	a.hub = events.New(0)
-	recs, err := a.store.Records()
-	if err != nil {
-		return nil, fmt.Errorf("reading the wake records: %w", err)
-	}
-	a.hub.Seed(recs)
 	a.onChange = append(a.onChange, a.hub.Publish)
 	a.metrics.EventSubscribers(a.hub.AllSubscribers)
+	// On a shared store each wake's watch holds a lease, and a host whose
+	// watch died is taken over within about a lease.
+	var takeover time.Duration
+	if cfg.Store.Backend == config.BackendPostgres {
+		takeover = cfg.Store.Lease.Duration / 2
+	}
 	a.coord = wake.New(wake.Config{
 		Pod: pod, Records: a.store, Wakes: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
 		Changed: a.changed,
 		Probe:   a.probers(), ProbeInterval: cfg.Timings.ProbeInterval.Duration,
+		Leases: a.store, Takeover: takeover,
 	})
+	// The other hosts' changes come from the store (before the records
+	// are read, so that none falls between); then the hub and the metrics
+	// start from the stored records.
+	if err := a.followElsewhere(); err != nil {
+		return nil, err
+	}
+	recs, err := a.store.Records()
+	if err != nil {
+		return nil, fmt.Errorf("reading the wake records: %w", err)
+	}
+	a.hub.Seed(recs)
+	a.seedMetrics(recs)
 	// Every resolver tells the machine what the conductor says and which
 	// turns were answered.
 	models, pods, err := a.models(o.Getenv, o.Simulate, a.coord)
@@ -204,7 +214,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages, HistoryBytes: cfg.Agent.HistoryBytes,
 			RequestBytes: pluginapi.MaxMessageBytes,
 		}),
-		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Clock: a.clock, Logger: a.log,
+		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Turns: turns(a.store), Clock: a.clock, Logger: a.log,
 		MaxBody:         cfg.Server.MaxBodyBytes,
 		Once:            pinned((*resolve.Model).CompleteOnce),
 		NoResend:        pinned((*resolve.Model).CompleteNoResend),
@@ -245,6 +255,34 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		ErrorLog:                     slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
 	return a, nil
+}
+
+// openStore opens the store [store] backend names: the bbolt file wake.db
+// in dataDir, or the PostgreSQL database whose connection string is in the
+// variable [store] dsn_env names (never quoted in an error). A pending
+// wake lives as long as its wake's watch (wake_watch).
+func (a *App) openStore(ctx context.Context, dataDir string, getenv func(string) string) (store.Backend, error) {
+	cfg := a.cfg
+	ttl := cfg.Timings.WakeWatch.Duration
+	if cfg.Store.Backend != config.BackendPostgres {
+		s, err := store.Options{Now: a.clock.Now, PendingTTL: ttl}.Open(filepath.Join(dataDir, "wake.db"))
+		if err != nil {
+			return nil, err // not a nil *store.Store in the interface
+		}
+		return s, nil
+	}
+	env := cfg.Store.DSNEnv
+	dsn := getenv(env)
+	if dsn == "" {
+		return nil, fmt.Errorf("store.dsn_env: %s is not set: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
+	}
+	s, err := postgres.Open(ctx, dsn, postgres.Options{
+		Now: a.clock.Now, PendingTTL: ttl, Lease: cfg.Store.Lease.Duration, DSNEnv: env, Logger: a.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Addr is the address the HTTP server listens on.
@@ -368,6 +406,13 @@ func (a *App) close(ctx context.Context, graceRanOut bool) error {
 		os.RemoveAll(a.tempDir)
 	}
 	return errors.Join(errs...)
+}
+
+// turns is the store's one-turn-per-session rule when it has one (a store
+// the hosts share), else nil: the chat server's own slots are the rule.
+func turns(s store.Backend) store.Turns {
+	t, _ := s.(store.Turns)
+	return t
 }
 
 // pinned adapts one of resolve.Model's completion calls to a chat turn's

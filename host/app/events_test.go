@@ -57,13 +57,20 @@ func (h *testHost) openEvents(t *testing.T, path string) *eventStream {
 // openEventsAt opens the event stream at path on the address base.
 func (h *testHost) openEventsAt(t *testing.T, base, path string) *eventStream {
 	t.Helper()
+	return openStream(t, h.Client, base, path)
+}
+
+// openStream opens the event stream at path on the address base with
+// client; the test's cleanup closes it.
+func openStream(t *testing.T, client *http.Client, base, path string) *eventStream {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := h.Client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}

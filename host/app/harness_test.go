@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -52,6 +53,9 @@ type hostOptions struct {
 	eventsKeepalive time.Duration
 	// apiKeyEnv is the provider's api_key_env ("" for none).
 	apiKeyEnv string
+	// postgres, when set, is the connection string of a PostgreSQL store
+	// ([store] backend = "postgres"), in the variable WAKE_TEST_STORE_DSN.
+	postgres string
 	// env is what Options.Getenv returns; nothing else is read from the
 	// process environment.
 	env map[string]string
@@ -80,7 +84,17 @@ func writeConfig(t *testing.T, o hostOptions) string {
 		ConductorURL:    o.conductorURL,
 		StartTimeout:    startTimeout,
 		APIKeyEnv:       o.apiKeyEnv,
+		StoreDSNEnv:     storeDSNEnv(o.postgres),
 	})
+}
+
+// storeDSNEnv is the variable a test host reads its PostgreSQL connection
+// string from, when it has one.
+func storeDSNEnv(dsn string) string {
+	if dsn == "" {
+		return ""
+	}
+	return "WAKE_TEST_STORE_DSN"
 }
 
 // startHost runs app.New and Serve with o, and stops the host at cleanup.
@@ -94,6 +108,13 @@ func startHost(t *testing.T, o hostOptions) *testHost {
 	}
 	logs := &e2e.Log{}
 	env := o.env
+	if o.postgres != "" {
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[storeDSNEnv(o.postgres)] = o.postgres
+	}
 	h := e2e.Start(t, app.Options{
 		ConfigPath: writeConfig(t, o),
 		Simulate:   o.simulate,

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"slices"
 
 	"github.com/wakeonchat/wakeonchat/host/metrics"
@@ -10,25 +9,34 @@ import (
 )
 
 // startMetrics creates the host's metrics: a series for every configured
-// pod, its state set from its stored record, then kept by every change the
-// coordinator stores.
-func (a *App) startMetrics(pod *machines.Pod) error {
+// pod (seedMetrics sets its state from its stored record), then kept by
+// every change the coordinator stores.
+func (a *App) startMetrics(pod *machines.Pod) {
+	a.metrics = metrics.New(metrics.Options{Pods: a.configuredPods(), States: pod.Table().States})
+	a.onChange = append(a.onChange, func(c wake.Change) { a.metrics.RecordChanged(c.Before, c.After, c.Event.At) })
+}
+
+// configuredPods are the pods the providers name, in config order.
+func (a *App) configuredPods() []string {
 	var pods []string
 	for _, p := range a.cfg.Providers {
 		if p.Pod != "" && !slices.Contains(pods, p.Pod) {
 			pods = append(pods, p.Pod)
 		}
 	}
-	a.metrics = metrics.New(metrics.Options{Pods: pods, States: pod.Table().States})
-	for _, name := range pods {
-		rec, err := a.store.Record(name)
-		if err != nil {
-			return fmt.Errorf("reading the record of pod %s: %w", name, err)
+	return pods
+}
+
+// seedMetrics sets each configured pod's state from recs, the stored
+// records at start-up (a pod with none is asleep).
+func (a *App) seedMetrics(recs []machines.Record) {
+	for _, name := range a.configuredPods() {
+		rec := machines.NewRecord(name)
+		if i := slices.IndexFunc(recs, func(r machines.Record) bool { return r.Pod == name }); i >= 0 {
+			rec = recs[i]
 		}
 		a.metrics.PodRecord(rec)
 	}
-	a.onChange = append(a.onChange, func(c wake.Change) { a.metrics.RecordChanged(c.Before, c.After, c.Event.At) })
-	return nil
 }
 
 // changed is the coordinator's Config.Changed: each change goes to every

@@ -108,6 +108,16 @@ func startWakehost(t *testing.T, m *slowModel, args ...string) *wakehost {
 	t.Helper()
 	e2e.RequireProc(t)
 	cfg := e2e.WriteConfig(t, e2e.Config{ConductorURL: m.conductor.URL, LookupTimeout: time.Second, StartTimeout: startTimeout})
+	return launchWakehost(t, cfg, nil, args...)
+}
+
+// launchWakehost runs wakehost with the wake.toml at cfg (its plugins in
+// binDir), the environment env and nothing else, on a free loopback port
+// with args added, and waits for /readyz 200. The process is killed at
+// cleanup if it still runs.
+func launchWakehost(t *testing.T, cfg string, env []string, args ...string) *wakehost {
+	t.Helper()
+	e2e.RequireProc(t)
 	data, err := os.ReadFile(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +136,7 @@ func startWakehost(t *testing.T, m *slowModel, args ...string) *wakehost {
 	h := &wakehost{addr: addr, base: "http://" + addr, log: &e2e.Log{}, client: &http.Client{Transport: &http.Transport{}}, exited: make(chan struct{})}
 	h.cmd = exec.Command(filepath.Join(binDir, e2e.WakehostBin),
 		append([]string{"-config", cfg, "-listen", addr, "-log-format", "json"}, args...)...)
-	h.cmd.Env = []string{}
+	h.cmd.Env = append([]string{}, env...)
 	h.cmd.Stderr = h.log
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := h.cmd.Start(); err != nil {

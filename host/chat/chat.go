@@ -63,7 +63,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		req.SessionID = s.cfg.NewToken()
 	}
 	if !s.slots.take(r.Context(), req.SessionID) {
-		writeError(w, http.StatusConflict, "a turn is already in flight for this session")
+		writeError(w, http.StatusConflict, busy)
 		count(metrics.ResultConflict)
 		return
 	}
@@ -71,18 +71,28 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	// session, its turn is in the metrics. What each path answered is its
 	// result: answered, the key of the policy's reply, or an error class.
 	result := metrics.ResultInternalError
+	turnTaken := false
 	defer func() {
 		if remember := s.slots.finishing(req.SessionID); remember != nil {
 			// A model answered and the reply is sent: the turn is stored
 			// after the handler returns, so that net/http can read the
 			// connection's next request meanwhile (it reads none until the
-			// handler returns), and the slot is held until it is stored.
+			// handler returns), and the slot, and the session's turn on a
+			// shared store, are held until it is stored.
 			go s.store(req.SessionID, remember, func() { count(result) })
 			return
 		}
 		count(result)
+		if turnTaken {
+			s.releaseTurn(req.SessionID)
+		}
 		s.slots.release(req.SessionID)
 	}()
+	if refused, mayRun := s.takeTurn(w, r.Context(), req.SessionID); !mayRun {
+		result = refused
+		return
+	}
+	turnTaken = true
 	defer func() {
 		if p := recover(); p != nil {
 			// A crashing provider, plugin adapter or store never takes the host
@@ -318,6 +328,7 @@ func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) 
 	// Finishing before the reply leaves: a client may send its next turn
 	// the moment it reads the reply, and that turn must wait, not get a 409.
 	s.slots.finish(req.SessionID, func() error { return s.cfg.Agent.Remember(req.SessionID, req.Message, res) })
+	s.finishTurn(req.SessionID)
 	writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
 	http.NewResponseController(w).Flush() // the reply leaves now, not when the handler returns
 	return metrics.ResultAnswered
@@ -330,6 +341,7 @@ func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) 
 func (s *Server) store(session string, remember func() error, count func()) {
 	defer s.slots.release(session)
 	defer count()
+	defer s.releaseTurn(session) // an answered turn had taken it
 	defer func() {
 		if p := recover(); p != nil {
 			s.cfg.Logger.Error("turn panicked", "session", session, "panic", fmt.Sprint(p))
@@ -359,3 +371,52 @@ func (l logErr) LogValue() slog.Value {
 	}
 	return slog.StringValue(l.err.Error())
 }
+
+// busy is the 409 of a turn while another of its session runs.
+const busy = "a turn is already in flight for this session"
+
+// takeTurn claims session's turn on the store the hosts share
+// (Config.Turns), after the process's own slot: 409 while a turn of the
+// session runs on another host, the generic 502 when the store fails. It
+// reports whether the turn may run; without Turns it always may. When it
+// may not, result is the turn metrics' class of what was answered.
+func (s *Server) takeTurn(w http.ResponseWriter, ctx context.Context, session string) (result string, ok bool) {
+	if s.cfg.Turns == nil {
+		return "", true
+	}
+	ok, err := s.cfg.Turns.TakeTurn(ctx, session)
+	switch {
+	case err != nil:
+		return s.failed(w, ctx, session, err), false
+	case !ok:
+		writeError(w, http.StatusConflict, busy)
+		return metrics.ResultConflict, false
+	}
+	return "", true
+}
+
+// finishTurn marks session's turn replied to on the shared store, so that
+// its next turn on another host waits for it to be stored instead of a 409.
+func (s *Server) finishTurn(session string) {
+	if s.cfg.Turns == nil {
+		return
+	}
+	if err := s.cfg.Turns.FinishTurn(session); err != nil {
+		s.cfg.Logger.Warn(lineTurnHold, "session", session, "err", logErr{err})
+	}
+}
+
+// releaseTurn frees session's turn on the shared store.
+func (s *Server) releaseTurn(session string) {
+	if s.cfg.Turns == nil {
+		return
+	}
+	if err := s.cfg.Turns.ReleaseTurn(session); err != nil {
+		s.cfg.Logger.Warn(lineTurnHold, "session", session, "err", logErr{err})
+	}
+}
+
+// lineTurnHold is logged (WARN) when the shared store could not be told a
+// turn finished or ended: another host may answer the session's next turn
+// 409 until the hold lapses ([store] lease).
+const lineTurnHold = "session turn hold not updated"

@@ -335,12 +335,27 @@ func (r *propRecords) PutRecord(rec machines.Record) error {
 	if err := r.Store.PutRecord(rec); err != nil {
 		return err
 	}
+	r.keep(rec)
+	return nil
+}
+
+// keep notes a written record with the clock and the scripted pod.
+func (r *propRecords) keep(rec machines.Record) {
 	put := propPut{rec: rec, at: r.clock.Now()}
 	put.status, put.proxy, put.serving = r.pod()
 	r.mu.Lock()
 	r.puts = append(r.puts, put)
 	r.mu.Unlock()
-	return nil
+}
+
+// UpdateRecord is the store's, with a change kept like PutRecord's.
+func (r *propRecords) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
+	before, after, err = r.Store.UpdateRecord(pod, fn)
+	if err != nil || after.Equal(before) {
+		return before, after, err
+	}
+	r.keep(after)
+	return before, after, nil
 }
 
 func (r *propRecords) snapshot() []propPut {

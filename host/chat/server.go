@@ -34,20 +34,20 @@ type PodView interface {
 	Lookup(ctx context.Context) (resolve.Resolution, error)
 }
 
-// PendingStore keeps each session's pending-wake marker; *store.Store is one.
-type PendingStore interface {
-	Pending(session string) (store.Pending, bool, error)
-	PutPending(session string, p store.Pending) error
-	TakePending(session, key string) (store.Pending, error)
-}
+// PendingStore keeps each session's pending-wake marker: store.Pendings,
+// which every store backend implements.
+type PendingStore = store.Pendings
 
 // Config wires a Server.
 type Config struct {
-	Agent    *agent.Agent
-	Wake     Coordinator
-	Policy   *machines.Pod      // for the replies of turns that must not wake
-	Pods     map[string]PodView // every configured pod, by name
-	Pending  PendingStore
+	Agent   *agent.Agent
+	Wake    Coordinator
+	Policy  *machines.Pod      // for the replies of turns that must not wake
+	Pods    map[string]PodView // every configured pod, by name
+	Pending PendingStore
+	// Turns, when set, holds the one turn per session across the hosts
+	// sharing the store (store.Turns); nil: the process's slots alone.
+	Turns    store.Turns
 	Clock    clock.Clock
 	Logger   *slog.Logger
 	MaxBody  int64

@@ -94,12 +94,22 @@ type Agent struct {
 	HistoryBytes    int      `toml:"history_bytes"`    // the most bytes of earlier messages sent with each turn (the newest that fit); 0 sends none; default 262144 (256 KiB)
 }
 
-// Store is how long the host keeps conversation history.
+// Store is where the host keeps its state, and how long it keeps
+// conversation history.
 type Store struct {
+	Backend            string   `toml:"backend"`              // "bbolt" (the file wake.db in data_dir, one host) or "postgres" (a database several replicas share); default "bbolt"
+	DSNEnv             string   `toml:"dsn_env"`              // NAME of the environment variable holding the PostgreSQL connection string (never the string); default "WAKE_POSTGRES_DSN"
+	Lease              Duration `toml:"lease"`                // postgres: how long a replica's hold on a wake's watch or a session's turn outlives its last renewal; default 10s
 	HistoryMaxAge      Duration `toml:"history_max_age"`      // sessions whose last turn is older are pruned; 0 keeps any age; default 720h (30 days)
 	HistoryMaxSessions int      `toml:"history_max_sessions"` // only the newest this many sessions are kept; 0 keeps any number; default 10000
 	PruneInterval      Duration `toml:"prune_interval"`       // how often pruning runs; default 10m
 }
+
+// The store backends.
+const (
+	BackendBbolt    = "bbolt"
+	BackendPostgres = "postgres"
+)
 
 // Defaults of a [[providers]] table's keys that have one.
 const (
@@ -160,6 +170,9 @@ func DefaultConfig() Config {
 			HistoryBytes:    256 << 10,
 		},
 		Store: Store{
+			Backend:            BackendBbolt,
+			DSNEnv:             "WAKE_POSTGRES_DSN",
+			Lease:              Duration{10 * time.Second},
 			HistoryMaxAge:      Duration{30 * 24 * time.Hour},
 			HistoryMaxSessions: 10000,
 			PruneInterval:      Duration{10 * time.Minute},

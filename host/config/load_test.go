@@ -74,6 +74,9 @@ history_messages = 0
 history_bytes = 1000
 
 [store]
+backend = "postgres"
+dsn_env = "WAKE_DB"
+lease = "3s"
 history_max_age = "48h"
 history_max_sessions = 50
 prune_interval = "1m"
@@ -175,6 +178,9 @@ func TestParse(t *testing.T) {
 						HistoryBytes:    1000,
 					},
 					Store: Store{
+						Backend:            BackendPostgres,
+						DSNEnv:             "WAKE_DB",
+						Lease:              Duration{3 * time.Second},
 						HistoryMaxAge:      Duration{48 * time.Hour},
 						HistoryMaxSessions: 50,
 						PruneInterval:      Duration{time.Minute},

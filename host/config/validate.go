@@ -199,6 +199,15 @@ func (c Config) validate() []*Error {
 	}
 
 	// [store]
+	switch c.Store.Backend {
+	case BackendBbolt, BackendPostgres:
+	default:
+		add(problem("store.backend", "%q: must be %q or %q", c.Store.Backend, BackendBbolt, BackendPostgres))
+	}
+	if !envNamePattern.MatchString(c.Store.DSNEnv) {
+		add(problem("store.dsn_env", "must be the name of an environment variable (letters, digits and \"_\", not starting with a digit), not the connection string itself"))
+	}
+	positive("store.lease", c.Store.Lease)
 	if c.Store.HistoryMaxAge.Duration < 0 {
 		add(problem("store.history_max_age", "must not be negative (0s keeps sessions of any age)"))
 	}

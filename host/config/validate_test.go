@@ -433,6 +433,26 @@ func TestValidate(t *testing.T) {
 			},
 		},
 		{
+			name: "postgres backend",
+			change: func(c *Config) {
+				c.Store.Backend = BackendPostgres
+				c.Store.DSNEnv = "DATABASE_URL"
+			},
+		},
+		{
+			name: "store backend, dsn_env and lease wrong",
+			change: func(c *Config) {
+				c.Store.Backend = "sqlite"
+				c.Store.DSNEnv = "postgres://u:p@db/wake"
+				c.Store.Lease = Duration{}
+			},
+			want: []string{
+				`store.backend: "sqlite": must be "bbolt" or "postgres"`,
+				`store.dsn_env: must be the name of an environment variable (letters, digits and "_", not starting with a digit), not the connection string itself`,
+				"store.lease: must be positive",
+			},
+		},
+		{
 			name:   "negative prune interval",
 			change: func(c *Config) { c.Store.PruneInterval = Duration{-time.Minute} },
 			want:   []string{"store.prune_interval: must be positive"},

@@ -4,7 +4,9 @@
 // otherwise ask the conductor again and again.
 //
 // A Hub is fed by wake.Config.Changed, which the coordinator calls under the
-// pod's lock with every record change it stores, in order. Each subscriber
+// pod's lock with every record change it stores, in order, and, on a store
+// several hosts share, by Elsewhere with the records the other hosts store
+// (host/app, through wake.Coordinator.Elsewhere, under the same lock). Each subscriber
 // gets the pod's current Update when it subscribes, then every later one.
 // The current Update comes from what the hub was told, never from a lookup
 // of its own: any number of subscribers share the one watch of a wake and

@@ -117,8 +117,13 @@ func (h *Hub) Publish(ch wake.Change) {
 	if p.known {
 		prev = p.last.View
 	}
-	p.last = Update{Record: ch.After, View: viewAfter(prev, ch.Event), At: ch.Event.At}
-	p.known = true
+	h.publishLocked(p, Update{Record: ch.After, View: viewAfter(prev, ch.Event), At: ch.Event.At})
+}
+
+// publishLocked makes u p's current update and hands it to every
+// subscriber of p.
+func (h *Hub) publishLocked(p *pod, u Update) {
+	p.last, p.known = u, true
 	for s := range p.subs {
 		select {
 		case s.c <- p.last:
@@ -126,6 +131,29 @@ func (h *Hub) Publish(ch wake.Change) {
 			h.endLocked(s, ErrLagged)
 		}
 	}
+}
+
+// Elsewhere publishes rec, a record that another host sharing the store
+// stored (host/app learns it from the store's notices), as its pod's
+// current update at at, unless the hub's current record is rec already. Its
+// view keeps the last status this host saw, and is fresh: the host that
+// stored it had the conductor's or the model's word for it. It reports
+// whether rec was news. Like Publish it never blocks, and after Close it
+// does nothing; the caller calls it in order with Publish (under the pod's
+// lock, wake.Coordinator.Elsewhere).
+func (h *Hub) Elsewhere(rec machines.Record, at time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || h.currentLocked(rec.Pod).Record.Equal(rec) {
+		return false
+	}
+	p := h.podLocked(rec.Pod)
+	prev := unseen
+	if p.known {
+		prev = p.last.View
+	}
+	h.publishLocked(p, Update{Record: rec, View: machines.View{Status: prev.Status, Lookup: machines.LookupFound}, At: at})
+	return true
 }
 
 // Current is pod's current update: the last published, else the seeded

@@ -242,3 +242,46 @@ func TestViewAfterAChange(t *testing.T) {
 		})
 	}
 }
+
+// A record another host stored reaches the subscribers as news, once: with
+// the last status this host saw and fresh (that host had the word for it);
+// the record the hub has already is no news, and after Close nothing is.
+func TestElsewhere(t *testing.T) {
+	h := events.New(0)
+	_, s := h.Subscribe("qwen")
+	h.Publish(change(1)) // this host saw the pod EXITED
+	if u := <-s.C(); seq(u) != 1 {
+		t.Fatalf("the published change: %+v", u)
+	}
+	ready := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: t0.Add(4 * time.Minute)}
+	at := t0.Add(4*time.Minute + time.Second)
+	if !h.Elsewhere(ready, at) {
+		t.Fatal("Elsewhere of a new record: not news")
+	}
+	want := events.Update{Record: ready, View: machines.View{Status: "EXITED", Lookup: machines.LookupFound}, At: at}
+	if diff := cmp.Diff(want, <-s.C()); diff != "" {
+		t.Errorf("the other host's record (-want +got):\n%s", diff)
+	}
+	if state, fresh := h.Current("qwen").Report(); state != machines.Ready || !fresh {
+		t.Errorf("Current after it reports %s, fresh %v; want ready, fresh", state, fresh)
+	}
+	if h.Elsewhere(ready, at.Add(time.Second)) {
+		t.Error("Elsewhere of the record the hub has: news")
+	}
+	// A pod the hub knew nothing of.
+	if !h.Elsewhere(machines.Record{Pod: "llama", State: machines.Waking, WakeRequestedAt: t0}, at) {
+		t.Error("Elsewhere of an unknown pod's first record: not news")
+	}
+	h.Close()
+	if h.Elsewhere(machines.Record{Pod: "qwen", State: machines.Stopped}, at) {
+		t.Error("Elsewhere after Close: news")
+	}
+	select {
+	case u, ok := <-s.C():
+		if ok {
+			t.Errorf("an update after the hub closed: %+v", u)
+		}
+	default:
+		t.Error("the subscription did not end at Close")
+	}
+}

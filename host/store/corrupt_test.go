@@ -388,3 +388,11 @@ func TestOpenRunsBboltCheck(t *testing.T) {
 		t.Errorf("Open: %v\nwant it to say %q", err, want)
 	}
 }
+
+func testPending(key string) Pending {
+	wake := time.Date(2026, 9, 9, 14, 3, 0, 0, cest)
+	return Pending{
+		Key: key, Pod: "gpu-a", Provider: "vllm", WakeRequestedAt: wake,
+		State: "waking", CreatedAt: wake.Add(time.Second),
+	}
+}

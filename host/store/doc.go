@@ -1,5 +1,10 @@
-// Package store is wake-on-chat's durable state: an embedded bbolt database
-// in the host's data_dir that survives a restart. It keeps three things:
+// Package store is wake-on-chat's durable state. Backend is what the rest of
+// the host sees (Records for host/wake, History for host/agent, Pendings for
+// host/chat, Retainer for the pruning); two backends implement it: this
+// package's *Store, an embedded bbolt database in the host's data_dir that
+// survives a restart and is the default, and host/store/postgres, a
+// PostgreSQL database several replicas share. host/store/storetest is the
+// conformance suite both pass. Either keeps three things:
 //
 //   - each session's chat history, as whole turns (a user message and the
 //     assistant's reply, stored together or not at all);
@@ -19,7 +24,8 @@
 // The store cannot tell a secret from a chat message, so keeping them out is
 // the caller's duty.
 //
-// The bucket layout, all keys raw bytes of the given strings:
+// The rest of this comment is about *Store. The bucket layout, all keys raw
+// bytes of the given strings:
 //
 //	sessions/<session>/messages  nested buckets; keys are big-endian uint64
 //	                             sequence numbers (NextSequence), values are

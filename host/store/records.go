@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -79,11 +80,7 @@ func (s *Store) Records() ([]machines.Record, error) {
 
 // encodeRecord is r as the store keeps it: JSON, its times in UTC.
 func encodeRecord(r machines.Record) ([]byte, error) {
-	r.WakeRequestedAt = utc(r.WakeRequestedAt)
-	r.ModelLoadingSince = utc(r.ModelLoadingSince)
-	r.ReadyAt = utc(r.ReadyAt)
-	r.RunningAt = utc(r.RunningAt)
-	v, err := json.Marshal(r)
+	v, err := json.Marshal(stored(r))
 	if err != nil {
 		return nil, fmt.Errorf("store: record of pod %q: %w", r.Pod, err)
 	}
@@ -96,4 +93,68 @@ func decodeRecord(pod string, v []byte) (machines.Record, error) {
 		return machines.Record{}, fmt.Errorf("store: record of pod %q: %w", pod, err)
 	}
 	return r, nil
+}
+
+// UpdateRecord runs fn on pod's record under the pod's lock and stores what
+// fn returns unless it is Equal to what fn was given (an ask that changes
+// nothing costs no write, and no fsync); the wake log entry fn names, if
+// any, is stored with it in one transaction (PutRecordWake). It returns the
+// record fn was given and the one now stored; when fn fails nothing is
+// stored and its error is returned as it is. One process holds the file, so
+// an in-process lock per pod is a lock across every writer; PutRecord does
+// not take it.
+func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
+	if pod == "" {
+		return machines.Record{}, machines.Record{}, errNoPod
+	}
+	unlock := s.lockPod(pod)
+	defer unlock()
+	rec, err := s.Record(pod)
+	if err != nil {
+		return machines.Record{}, machines.Record{}, err
+	}
+	next, w, err := fn(rec)
+	if err != nil {
+		return machines.Record{}, machines.Record{}, err
+	}
+	if next.Equal(rec) {
+		return rec, next, nil
+	}
+	if next.Pod != pod {
+		return machines.Record{}, machines.Record{}, fmt.Errorf("store: update of pod %s returned a record of pod %q", pod, next.Pod)
+	}
+	if w != nil {
+		err = s.PutRecordWake(next, *w)
+	} else {
+		err = s.PutRecord(next)
+	}
+	if err != nil {
+		return machines.Record{}, machines.Record{}, err
+	}
+	return rec, stored(next), nil
+}
+
+// stored is r as a read gives it back: its times in UTC.
+func stored(r machines.Record) machines.Record {
+	r.WakeRequestedAt = utc(r.WakeRequestedAt)
+	r.ModelLoadingSince = utc(r.ModelLoadingSince)
+	r.ReadyAt = utc(r.ReadyAt)
+	r.RunningAt = utc(r.RunningAt)
+	return r
+}
+
+// lockPod locks pod's mutex and returns its unlock.
+func (s *Store) lockPod(pod string) func() {
+	s.podsMu.Lock()
+	if s.podLocks == nil {
+		s.podLocks = make(map[string]*sync.Mutex)
+	}
+	m, ok := s.podLocks[pod]
+	if !ok {
+		m = new(sync.Mutex)
+		s.podLocks[pod] = m
+	}
+	s.podsMu.Unlock()
+	m.Lock()
+	return m.Unlock
 }

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -205,21 +203,6 @@ func (s *Store) inBatches(ctx context.Context, n int, fn func(tx *bolt.Tx, i int
 	return count, nil
 }
 
-// pruning is the background pruning of one Store.
-type pruning struct {
-	mu     sync.Mutex
-	stop   context.CancelFunc // nil while not running
-	done   chan struct{}      // closed when the loop has returned
-	closed bool               // the Store was closed
-}
-
-// Operator log lines of the background pruning (README, "Operator log
-// lines").
-const (
-	LinePruned      = "store pruned"
-	LinePruneFailed = "store prune failed"
-)
-
 // StartPruning runs Prune in the background with r: once at once, then
 // every interval, with the store's clock (Options.Now), until Close. A pass
 // that did something logs LinePruned at INFO with its counts; a pass that
@@ -227,64 +210,9 @@ const (
 // fails when interval is not positive, when pruning already runs and after
 // Close. A nil log is slog.Default().
 func (s *Store) StartPruning(r Retention, interval time.Duration, log *slog.Logger) error {
-	if interval <= 0 {
-		return fmt.Errorf("store: prune interval %v: must be positive", interval)
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	s.pruning.mu.Lock()
-	defer s.pruning.mu.Unlock()
-	switch {
-	case s.pruning.closed:
-		return ErrClosed
-	case s.pruning.stop != nil:
-		return errors.New("store: pruning already runs")
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	s.pruning.stop, s.pruning.done = stop, done
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			s.prunePass(ctx, r, log)
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return nil
-}
-
-// prunePass is one Prune of the background pruning, logged.
-func (s *Store) prunePass(ctx context.Context, r Retention, log *slog.Logger) {
-	start := time.Now()
-	p, err := s.Prune(ctx, s.now(), r)
-	switch {
-	case errors.Is(err, context.Canceled):
-		// Close stopped it between two batches; the rest waits for the
-		// next start.
-	case err != nil:
-		log.Error(LinePruneFailed, "err", err)
-	case p != Pruned{}:
-		log.Info(LinePruned, "sessions", p.Sessions, "pending", p.Pending, "stamped", p.Stamped,
-			"took", time.Since(start).Round(time.Millisecond))
-	}
+	return s.pruning.Start(s.Prune, s.now, r, interval, log)
 }
 
 // stopPruning stops the background pruning and waits for it; later
 // StartPruning calls fail.
-func (s *Store) stopPruning() {
-	s.pruning.mu.Lock()
-	stop, done := s.pruning.stop, s.pruning.done
-	s.pruning.stop, s.pruning.closed = nil, true
-	s.pruning.mu.Unlock()
-	if stop != nil {
-		stop()
-		<-done
-	}
-}
+func (s *Store) stopPruning() { s.pruning.Stop() }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -40,7 +41,12 @@ type Store struct {
 	now        func() time.Time
 	pendingTTL time.Duration
 
-	pruning pruning // the background pruning StartPruning runs
+	pruning PruneLoop // the background pruning StartPruning runs
+
+	leases leases // TakeLease's
+
+	podsMu   sync.Mutex
+	podLocks map[string]*sync.Mutex // UpdateRecord's, one per pod, never removed
 }
 
 // Options configure a Store. The zero value is what Open uses.
@@ -127,6 +133,13 @@ func (s *Store) Close() error {
 		return fmt.Errorf("store close: %w", err)
 	}
 	return nil
+}
+
+// isClosed reports whether Close was called.
+func (s *Store) isClosed() bool {
+	s.pruning.mu.Lock()
+	defer s.pruning.mu.Unlock()
+	return s.pruning.closed
 }
 
 // view runs fn in a read-only transaction.

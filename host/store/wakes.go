@@ -24,6 +24,23 @@ func wakeKey(w machines.Wake) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(w.RequestedAt.UnixNano()))
 }
 
+// LogEntry is w as a backend stores it in the log of r's pod
+// (WakeLog.PutRecordWake): its pod r.Pod when empty, its times in UTC. It
+// fails when w is of another pod or has no request time.
+func LogEntry(r machines.Record, w machines.Wake) (machines.Wake, error) {
+	if w.Pod == "" {
+		w.Pod = r.Pod
+	}
+	if w.Pod != r.Pod {
+		return machines.Wake{}, fmt.Errorf("store: wake of pod %q with the record of pod %q", w.Pod, r.Pod)
+	}
+	if w.RequestedAt.IsZero() {
+		return machines.Wake{}, fmt.Errorf("store: wake of pod %q has no request time", w.Pod)
+	}
+	w.RequestedAt, w.RunningAt, w.ReadyAt = utc(w.RequestedAt), utc(w.RunningAt), utc(w.ReadyAt)
+	return w, nil
+}
+
 // PutRecordWake stores r, as PutRecord does, and w in r.Pod's wake log, in
 // one transaction: w replaces the entry of the same wake (its RequestedAt)
 // or is added, and the log then keeps its newest WakeLogSize entries. w.Pod
@@ -32,20 +49,14 @@ func (s *Store) PutRecordWake(r machines.Record, w machines.Wake) error {
 	if r.Pod == "" {
 		return errNoPod
 	}
-	if w.Pod == "" {
-		w.Pod = r.Pod
-	}
-	if w.Pod != r.Pod {
-		return fmt.Errorf("store: wake of pod %q with the record of pod %q", w.Pod, r.Pod)
-	}
-	if w.RequestedAt.IsZero() {
-		return fmt.Errorf("store: wake of pod %q has no request time", w.Pod)
+	w, err := LogEntry(r, w)
+	if err != nil {
+		return err
 	}
 	rv, err := encodeRecord(r)
 	if err != nil {
 		return err
 	}
-	w.RequestedAt, w.RunningAt, w.ReadyAt = utc(w.RequestedAt), utc(w.RunningAt), utc(w.ReadyAt)
 	wv, err := json.Marshal(w)
 	if err != nil {
 		return fmt.Errorf("store: wake of pod %q: %w", w.Pod, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -23,36 +24,31 @@ const startSlack = 5 * time.Second
 // ErrClosed is what NotReady and Resume return after Close.
 var ErrClosed = errors.New("wake: coordinator closed")
 
-// Records persists one machines.Record per pod (the store implements it).
-type Records interface {
-	// Record returns the pod's record, machines.NewRecord(pod) when absent.
-	Record(pod string) (machines.Record, error)
-	// PutRecord stores r under r.Pod.
-	PutRecord(r machines.Record) error
-	// Records lists every stored record.
-	Records() ([]machines.Record, error)
-}
+// Records persists one machines.Record per pod: store.Records, which every
+// store backend implements.
+type Records = store.Records
 
-// WakeLog keeps each pod's log of wakes (the store implements it).
+// WakeLog is where the Coordinator reads each pod's log of wakes
+// (store.WakeLog, which every store backend implements). It writes the
+// entries through Records.UpdateRecord, with the records whose changes
+// they log.
 type WakeLog interface {
-	// PutRecordWake stores r, as Records.PutRecord does, and w in r.Pod's
-	// wake log, in one transaction: w replaces the entry of the same wake
-	// (its RequestedAt), or is added.
-	PutRecordWake(r machines.Record, w machines.Wake) error
 	// Wakes returns pod's wake log, oldest first.
 	Wakes(pod string) ([]machines.Wake, error)
 }
 
-// Config configures a Coordinator. Every field but Clock, Logger, Wakes
-// and Changed is required: the host's defaults are its config's
-// (host/config), and exist nowhere else.
+// Config configures a Coordinator. Pod, Records, GPU, WatchPoll and
+// StartTimeout are required (ProbeInterval too, with Probe); the others may
+// be left zero. The host's defaults are its config's (host/config), and
+// exist nowhere else.
 type Config struct {
 	Pod     *machines.Pod // the compiled machine; its timings are the policy's
 	Records Records       // where records live
-	// Wakes, when set, is where each pod's wake log lives: the Coordinator
-	// writes an entry with the record whenever machines.LogWake says so,
-	// and every event carries the estimate the log gives
-	// (machines.EstimateWake). Without it the estimate is expected_wake.
+	// Wakes, when set, is each pod's wake log, the one Records writes to
+	// (the store is both): the Coordinator has UpdateRecord store an entry
+	// with the record whenever machines.LogWake says so, and every event
+	// carries the estimate the log gives (machines.EstimateWake). Without
+	// it no entry is written and the estimate is expected_wake.
 	Wakes  WakeLog
 	GPU    pluginapi.GPU // the GPU plugin: starts a pod, reads it for the watch
 	Clock  clock.Clock   // default clock.Real()
@@ -73,6 +69,15 @@ type Config struct {
 	// context is capped at StartTimeout + 5s, so the plugin's cap, which
 	// reports a wake in flight, always fires first.
 	StartTimeout time.Duration
+	// Leases, when set, makes each wake's watch hold a lease of the store
+	// while it runs, so that of the hosts sharing the store one watches a
+	// wake (store.Leases); nil: the watches are this process's alone.
+	Leases store.Leases
+	// Takeover, when positive, is how often the coordinator looks for wakes
+	// in progress that nobody watches (their host died, or stopped) and
+	// takes their watch over: about [store] lease / 2 on a shared store. 0:
+	// never, as on a store one host holds.
+	Takeover time.Duration
 	// Changed, when set, is called with every record the coordinator
 	// stores, with the record before and the event that changed it. It runs
 	// under the pod's lock, so the calls of one pod come in the order of the
@@ -106,6 +111,8 @@ type Coordinator struct {
 	wakeWatch    time.Duration
 	startTimeout time.Duration
 	changed      func(Change)
+	leases       store.Leases
+	takeover     time.Duration
 
 	// stopping is cancelled by Close: watches return and their pod reads
 	// are cancelled. abandoned is cancelled when Close stops waiting: the
@@ -172,6 +179,8 @@ func New(cfg Config) *Coordinator {
 		wakeWatch:    cfg.Pod.Timings().WakeWatch,
 		startTimeout: cfg.StartTimeout,
 		changed:      cfg.Changed,
+		leases:       cfg.Leases,
+		takeover:     cfg.Takeover,
 		locks:        make(map[string]*sync.Mutex),
 		logs:         make(map[string]*podLog),
 		watching:     make(map[watchKey]bool),
@@ -190,8 +199,9 @@ func New(cfg Config) *Coordinator {
 // NotReady runs a not-ready turn for pod through the machine: the
 // conductor's status and lookup, and modelLoading for a pod that is up with
 // its model not answering (D7). A lookup UNREADABLE is the unreadable event.
-// Under the pod's lock it reads the record, decides and persists the new
-// record; then it logs the decision line and, when the decision is wake,
+// It reads the record and decides; a decision that changes the record is
+// made again and persisted under the pod's lock (update). Then it logs the
+// decision line and, when the decision is wake,
 // sends the start in the background on a context of its own and returns
 // without waiting for it.
 //
@@ -284,6 +294,32 @@ func (c *Coordinator) Estimate(pod string) machines.Estimate {
 	return est
 }
 
+// wakeLog is wakeLogLocked for a caller that does not hold the pod's lock:
+// the log as last read, or, when it has not been read (or the last read
+// failed), read now under the pod's lock.
+func (c *Coordinator) wakeLog(pod string) (machines.Estimate, []machines.Wake) {
+	c.mu.Lock()
+	if l := c.logs[pod]; l != nil && l.tried && (l.loaded || c.wakes == nil) {
+		defer c.mu.Unlock()
+		return l.estimate, l.wakes
+	}
+	c.mu.Unlock()
+	unlock := c.lockPod(pod)
+	defer unlock()
+	return c.wakeLogLocked(pod)
+}
+
+// heldWakeLog is pod's estimate and wake log as the Coordinator holds
+// them, without a read; expected_wake when it holds none.
+func (c *Coordinator) heldWakeLog(pod string) (machines.Estimate, []machines.Wake) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l := c.logs[pod]; l != nil && l.tried {
+		return l.estimate, l.wakes
+	}
+	return machines.EstimateWake(nil, c.pod.Timings().ExpectedWake), nil
+}
+
 // wakeLogLocked returns pod's estimate and wake log, reading the log from
 // the store when it has not been read (or the last read failed). The
 // caller holds the pod's lock. A failed read is logged and keeps the last
@@ -331,6 +367,40 @@ func (c *Coordinator) readWakeLogLocked(pod string) {
 			fmt.Sprintf("wake log unreadable for pod %s: %v; the replies keep the last estimate", pod, err),
 			slog.String("pod", pod))
 	}
+}
+
+// Elsewhere is for a change of pod's record that another host sharing the
+// store made (store.Changes). Under the pod's lock it reads the pod's wake
+// log again, since the other host may have logged a wake, and the record
+// as stored now, and calls seen with that record: seen runs in order with
+// this host's own changes of the pod (Config.Changed runs under the same
+// lock), and gets the newest record even when changes came quicker than
+// their notices. seen must not block or call back into the Coordinator.
+//
+// Between another host's change and its notice, this host's estimate may
+// be the one before it, and a turn it answers may miss marking a wake just
+// logged elsewhere as served: the notices come within about a second.
+func (c *Coordinator) Elsewhere(pod string, seen func(machines.Record)) error {
+	if !c.enter() {
+		return ErrClosed
+	}
+	defer c.wg.Done()
+	unlock := c.lockPod(pod)
+	defer unlock()
+	if c.wakes != nil {
+		c.mu.Lock()
+		if c.logs[pod] == nil {
+			c.logs[pod] = &podLog{}
+		}
+		c.mu.Unlock()
+		c.readWakeLogLocked(pod)
+	}
+	rec, err := c.records.Record(pod)
+	if err != nil {
+		return fmt.Errorf("wake: record of pod %s: %w", pod, err)
+	}
+	seen(rec)
+	return nil
 }
 
 // Record returns the pod's current record.
@@ -394,43 +464,112 @@ func (c *Coordinator) lockPod(pod string) func() {
 // like the times a store gives back.
 func (c *Coordinator) now() time.Time { return c.clock.Now().Round(0) }
 
-// apply runs ev for pod under the pod's lock: read the record, stamp ev.At,
-// decide, persist. Nothing else happens under the lock.
+// apply runs ev for pod (update): read the record, stamp ev.At, decide,
+// and persist a change under the pod's lock.
 func (c *Coordinator) apply(pod string, ev machines.Event) (machines.Decision, machines.Record, error) {
-	unlock := c.lockPod(pod)
-	defer unlock()
-	rec, err := c.records.Record(pod)
-	if err != nil {
-		return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: record of pod %s: %w", pod, err)
-	}
-	return c.decideLocked(rec, ev)
+	d, next, _, err := c.update(pod, ev, nil)
+	return d, next, err
 }
 
-func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (machines.Decision, machines.Record, error) {
+// update runs ev for pod: read the record; when admit says ev is for it
+// (nil admits every record), stamp ev.At and the pod's estimate, decide,
+// and persist what changed, with the wake log entry the change makes
+// (machines.LogWake) in the same transaction. applied is false when admit
+// turned ev away; nothing was written then.
+//
+// Most events change nothing (an ask while the pod wakes: "still
+// waking"): decided on a plain read, they take no lock and write nothing,
+// as if decided at the moment of the read, so that the asks of a pod do
+// not queue behind each other's reads (on PostgreSQL a read is a round
+// trip). An event that changes the record is decided again on the record
+// as it is under the pod's lock, in this process (lockPod) and across
+// every host sharing the store (Records.UpdateRecord): change.
+func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
+	est, _ := c.wakeLog(pod)
+	rec, err := c.records.Record(pod)
+	if err != nil {
+		return machines.Decision{}, machines.Record{}, false, fmt.Errorf("wake: record of pod %s: %w", pod, err)
+	}
+	if admit != nil && !admit(rec) {
+		return machines.Decision{}, rec, false, nil
+	}
+	seen := ev
+	seen.Estimate = est
+	d, next, _, err = c.decide(rec, seen)
+	switch {
+	case err != nil:
+		return machines.Decision{}, machines.Record{}, false, err
+	case next.Equal(rec):
+		return d, next, true, nil
+	}
+	return c.change(pod, ev, admit)
+}
+
+// change is update for an event that changed the record on a plain read:
+// under the pod's lock it reads the record again, decides on it and stores
+// what changed. What follows a stored change (the wake log read again,
+// Changed, the wake-ready line) happens after the write, still under the
+// in-process lock, so one pod's Changed calls come in the order of its
+// changes.
+func (c *Coordinator) change(pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
+	unlock := c.lockPod(pod)
+	defer unlock()
+	// update read the log (or tried to) for this event; an entry written
+	// since is in what the Coordinator holds. Not in fn: fn must not call
+	// the store.
 	var logged []machines.Wake
-	ev.Estimate, logged = c.wakeLogLocked(rec.Pod)
+	ev.Estimate, logged = c.heldWakeLog(pod)
+	var decideErr error
+	var entry *machines.Wake
+	// The store may run this more than once (a plain read first, then
+	// under its lock): each run starts afresh, and the last one counts.
+	before, after, err := c.records.UpdateRecord(pod, func(rec machines.Record) (machines.Record, *machines.Wake, error) {
+		d, entry, decideErr = machines.Decision{}, nil, nil
+		if applied = admit == nil || admit(rec); !applied {
+			return rec, nil, nil
+		}
+		d, next, ev, decideErr = c.decide(rec, ev)
+		if decideErr != nil {
+			return next, nil, decideErr
+		}
+		if w, ok := machines.LogWake(logged, rec, next); ok && c.wakes != nil {
+			// The outcome and its log entry are stored together.
+			entry = &w
+		}
+		return next, entry, nil
+	})
+	switch {
+	case decideErr != nil:
+		return machines.Decision{}, machines.Record{}, false, decideErr
+	case err != nil:
+		return machines.Decision{}, machines.Record{}, false, fmt.Errorf("wake: update record of pod %s: %w", pod, err)
+	case applied && !after.Equal(before):
+		if entry != nil {
+			c.readWakeLogLocked(pod)
+		}
+		c.storedLocked(before, after, d, ev, entry)
+	}
+	return d, after, applied, nil
+}
+
+// decide decides ev on rec, stamping ev.At: the new record, which
+// update stores unless it is unchanged.
+func (c *Coordinator) decide(rec machines.Record, ev machines.Event) (machines.Decision, machines.Record, machines.Event, error) {
 	ev.At = c.now()
 	d, next, err := c.pod.Decide(rec, ev)
 	if err != nil {
-		return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: decide %s for pod %s: %w", ev.Trigger, rec.Pod, err)
+		return machines.Decision{}, machines.Record{}, ev, fmt.Errorf("wake: decide %s for pod %s: %w", ev.Trigger, rec.Pod, err)
 	}
-	if next.Equal(rec) {
-		// Most asks in a window change nothing ("still waking"), and most
-		// answered turns find the pod ready: a write, and its fsync, would
-		// only slow every reply down.
-		return d, next, nil
-	}
-	var entry *machines.Wake
-	if w, ok := machines.LogWake(logged, rec, next); ok && c.wakes != nil {
-		// The outcome and its log entry are stored together.
-		if err := c.wakes.PutRecordWake(next, w); err != nil {
-			return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: store record of pod %s: %w", rec.Pod, err)
-		}
-		entry = &w
-		c.readWakeLogLocked(rec.Pod)
-	} else if err := c.records.PutRecord(next); err != nil {
-		return machines.Decision{}, machines.Record{}, fmt.Errorf("wake: store record of pod %s: %w", rec.Pod, err)
-	}
+	// Most asks in a window change nothing ("still waking"), and most
+	// answered turns find the pod ready: update writes nothing for them,
+	// as a write, and its fsync, would only slow every reply down.
+	return d, next, ev, nil
+}
+
+// storedLocked is what follows a stored change of a pod's record, under
+// the pod's in-process lock: Changed, and the wake-ready line. entry is
+// the wake log entry stored with it, nil when none.
+func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decision, ev machines.Event, entry *machines.Wake) {
 	if c.changed != nil {
 		c.changed(Change{Before: rec, After: next, Event: ev, Wake: entry})
 	}
@@ -439,7 +578,6 @@ func (c *Coordinator) decideLocked(rec machines.Record, ev machines.Event) (mach
 			fmt.Sprintf("wake ready for pod %s: ready since %s", rec.Pod, machines.FormatClock(next.ReadyAt, ev.At)),
 			slog.String("pod", rec.Pod), slog.Time("wakeRequestedAt", next.WakeRequestedAt))
 	}
-	return d, next, nil
 }
 
 // InProgress reports whether s is a state of a wake whose outcome is not
@@ -455,18 +593,7 @@ func wakeInProgress(s engine.State) bool { return machines.InProgress(s) }
 // is on another wake (superseded) it writes nothing and returns false; the
 // machine would drop the event too, and the caller stops.
 func (c *Coordinator) feed(pod string, wake time.Time, ev machines.Event) (bool, error) {
-	unlock := c.lockPod(pod)
-	defer unlock()
-	rec, err := c.records.Record(pod)
-	if err != nil {
-		return false, fmt.Errorf("wake: record of pod %s: %w", pod, err)
-	}
-	if !rec.WakeRequestedAt.Equal(wake) {
-		return false, nil
-	}
 	ev.Wake = wake
-	if _, _, err := c.decideLocked(rec, ev); err != nil {
-		return false, err
-	}
-	return true, nil
+	_, _, applied, err := c.update(pod, ev, func(rec machines.Record) bool { return rec.WakeRequestedAt.Equal(wake) })
+	return applied, err
 }

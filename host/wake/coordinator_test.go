@@ -452,6 +452,51 @@ func TestUnchangedRecordNotWritten(t *testing.T) {
 	}
 }
 
+// TestUnchangedTakesNoLock: an ask that changes nothing is decided on a
+// plain read, without the pod's lock: it does not queue behind a change in
+// flight (on a shared store, a round trip and a row lock), and answers on
+// the record as it was read.
+func TestUnchangedTakesNoLock(t *testing.T) {
+	e := newEnv(t, wake.Config{WatchPoll: time.Hour})
+	e.notReady(t)
+	e.logs.wait(t, acceptedLine)
+	e.clk.Advance(3 * time.Minute)
+
+	// A change in flight: the pod seen up (loading), held in the store.
+	entered, release := make(chan struct{}), make(chan struct{})
+	e.recs.updating = func() {
+		close(entered)
+		<-release
+	}
+	changed := make(chan struct{})
+	go func() {
+		defer close(changed)
+		e.c.Observe(context.Background(), "qwen", upPod(time.Time{}))
+	}()
+	<-entered
+	asked := make(chan machines.Decision, 1)
+	go func() {
+		d, err := e.c.NotReady(context.Background(), "qwen", "EXITED", machines.LookupFound, false)
+		if err != nil {
+			t.Error(err)
+		}
+		asked <- d
+	}()
+	select {
+	case d := <-asked:
+		if d.Reply != machines.ReplyStillWaking {
+			t.Errorf("the ask during the change: reply %s, want still_waking (the record as read)", d.Reply)
+		}
+	case <-time.After(waitLimit):
+		t.Error("an ask that changes nothing waited for a change in flight")
+	}
+	close(release)
+	<-changed
+	if r := e.record(t); r.State != machines.Loading {
+		t.Errorf("after the change: state %s, want loading", r.State)
+	}
+}
+
 // TestNewRequiresDependencies: a Config without the machine, the store or the
 // GPU plugin is a wiring mistake New refuses at once.
 func TestNewRequiresDependencies(t *testing.T) {

@@ -9,6 +9,8 @@
 // Coordinator serialises read record → Decide → persist under one per-pod
 // lock, so however many turns find an asleep pod at once, exactly one of them
 // gets the wake decision and one start request goes out per wake window. The
+// lock is the process's and the store's (Records.UpdateRecord): on a store
+// several hosts share, it holds across them, and so does the rule. The
 // state it stores is what GET /api/pods/{name} reports.
 //
 // The lifecycle of one wake:
@@ -38,11 +40,16 @@
 //     never-ready, or superseded by a newer wake), and again when it serves
 //     its first turn, its entry of the pod's wake log (machines.LogWake:
 //     request, first seen RUNNING, ready, outcome, served) is stored with
-//     the record, in one transaction (Config.Wakes). The median of the
-//     last completed wakes is the estimate every later event carries
-//     (Estimate), so the replies say how long this pod's wakes take.
+//     the record, in one transaction (Records.UpdateRecord). The median of
+//     the last completed wakes in the log (Config.Wakes) is the estimate
+//     every later event carries (Estimate), so the replies say how long
+//     this pod's wakes take.
 //  5. After a restart, Resume watches again every stored wake whose outcome
 //     is unknown, on the wake's own clock.
+//  6. With Config.Leases, a watch runs only while it holds the wake's lease,
+//     so of the hosts sharing the store one watches each wake; with
+//     Config.Takeover, a host looks for wakes in progress that nobody
+//     watches (their host died) and takes their watch over (takeover.go).
 //
 // What this package must not do: block a turn on the network (no start, pod
 // read or watch runs in NotReady's path, and no pod lock is held across a
@@ -58,5 +65,6 @@
 // answered turns reach it; give it a Prober for the pods' models (without
 // one, a wake's readiness waits for a read's readySince or a turn); call
 // Resume once at start-up, after the store is
-// open; call Close before closing the store.
+// open; on a store other hosts share, call Elsewhere with each change they
+// make (store.Changes); call Close before closing the store.
 package wake

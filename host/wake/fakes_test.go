@@ -192,6 +192,11 @@ func upPod(readySince time.Time) pluginapi.Pod {
 type memRecords struct {
 	putErr   func(machines.Record) error
 	wakesErr func() error
+	// updating, when set, is called as UpdateRecord begins, before its
+	// read; a test blocks in it to hold a change in flight.
+	updating func()
+
+	updateMu sync.Mutex // UpdateRecord's
 
 	mu    sync.Mutex
 	recs  map[string]machines.Record
@@ -278,6 +283,37 @@ func (m *memRecords) Records() ([]machines.Record, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// UpdateRecord is a read, fn and, when fn changed the record, a PutRecord
+// (PutRecordWake with fn's entry), under one lock: the fake's own, which
+// serialises every update.
+func (m *memRecords) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
+	if m.updating != nil {
+		m.updating()
+	}
+	m.updateMu.Lock()
+	defer m.updateMu.Unlock()
+	rec, err := m.Record(pod)
+	if err != nil {
+		return machines.Record{}, machines.Record{}, err
+	}
+	next, w, err := fn(rec)
+	if err != nil {
+		return machines.Record{}, machines.Record{}, err
+	}
+	if next.Equal(rec) {
+		return rec, next, nil
+	}
+	if w != nil {
+		err = m.PutRecordWake(next, *w)
+	} else {
+		err = m.PutRecord(next)
+	}
+	if err != nil {
+		return machines.Record{}, machines.Record{}, err
+	}
+	return rec, next, nil
 }
 
 func (m *memRecords) putCount() int {

@@ -52,6 +52,10 @@ func (c *Coordinator) Resume(configured func(pod string) bool) error {
 			c.watch(r.Pod, r.WakeRequestedAt, true)
 		}()
 	}
+	if c.takeover > 0 {
+		c.wg.Add(1)
+		go c.takeOver(configured)
+	}
 	return nil
 }
 
@@ -69,7 +73,10 @@ func (c *Coordinator) Resume(configured func(pod string) bool) error {
 // wake on the clock.
 func (c *Coordinator) watch(pod string, wake time.Time, resumed bool) {
 	key := watchKey{pod: pod, wake: wake.UnixNano()}
-	if ok, dup := c.claim(key); !ok {
+	if ok, dup := c.claim(key); ok && !c.takeLease(key) {
+		c.unclaim(key)
+		return
+	} else if !ok {
 		if dup {
 			c.log.LogAttrs(context.Background(), slog.LevelDebug,
 				fmt.Sprintf("wake watch for pod %s: the wake requested at %s is already watched", pod, machines.FormatClock(wake, c.now())),
@@ -269,11 +276,15 @@ func (c *Coordinator) callProbe(ctx context.Context, pod, proxyURL string) (r pl
 	return c.prober.Probe(ctx, pod, proxyURL)
 }
 
-// following reports whether pod's record is still on the wake requested at
+// following reports whether this host still holds the watch's lease (when
+// the store has leases) and pod's record is still on the wake requested at
 // wake with its outcome unknown. A superseded wake is logged at debug level:
 // the newer wake has its own watch. A record that cannot be read counts as
 // followed: the next write decides.
 func (c *Coordinator) following(pod string, wake time.Time) bool {
+	if !c.leaseHeld(watchKey{pod: pod, wake: wake.UnixNano()}) {
+		return false
+	}
 	r, err := c.records.Record(pod)
 	switch {
 	case err != nil:
@@ -342,6 +353,7 @@ func (c *Coordinator) claim(key watchKey) (ok, dup bool) {
 }
 
 func (c *Coordinator) release(key watchKey) {
+	c.releaseLease(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.watching, key)

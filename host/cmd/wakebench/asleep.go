@@ -42,10 +42,12 @@ type asleepRun struct {
 	startup time.Duration
 }
 
-// asleep runs measurement 1 once on a fresh simulator and host: asks on an
-// asleep pod, each on a new session, first one at a time, then concurrently.
-func (b *harness) asleep(ctx context.Context, run int) (r asleepRun, err error) {
-	s, h, err := b.startPair(ctx, asleepSim(), hostSpec{startTimeout: heldStart})
+// asleep runs measurement 1 once on a fresh simulator and host (with spec's
+// store): asks on an asleep pod, each on a new session, first one at a time,
+// then concurrently.
+func (b *harness) asleep(ctx context.Context, run int, spec hostSpec) (r asleepRun, err error) {
+	spec.startTimeout = heldStart
+	s, h, err := b.startPair(ctx, asleepSim(), spec)
 	if err != nil {
 		return r, err
 	}
@@ -93,8 +95,9 @@ type burstRun struct {
 
 // burst runs measurement 3 once on a fresh simulator and host: b.plan.burst
 // asks, each on a new session and a new connection, released at once.
-func (b *harness) burst(ctx context.Context, run int) (r burstRun, err error) {
-	s, h, err := b.startPair(ctx, asleepSim(), hostSpec{startTimeout: heldStart})
+func (b *harness) burst(ctx context.Context, run int, spec hostSpec) (r burstRun, err error) {
+	spec.startTimeout = heldStart
+	s, h, err := b.startPair(ctx, asleepSim(), spec)
 	if err != nil {
 		return r, err
 	}
@@ -128,9 +131,33 @@ func (b *harness) burst(ctx context.Context, run int) (r burstRun, err error) {
 	}
 	r.ok = len(ok)
 	r.lat = latencyOf(ok)
-	r.starts = s.StartRequests(sim.DefaultPod)
+	r.starts = settledStarts(ctx, s)
 	r.fp, err = h.footprint()
 	return r, err
+}
+
+// Bounds on waiting for a burst's start requests to reach the simulator.
+const (
+	startArrivesWithin = 5 * time.Second
+	startsSettle       = 200 * time.Millisecond
+)
+
+// settledStarts is how many start requests the simulator has received
+// once the burst's are all in. The host sends a start in the background
+// after the ask that decided the wake has its reply, so the last reply of
+// a burst may come before it: count once one has arrived (within
+// startArrivesWithin), and startsSettle later, time for any other decided
+// at the same moment to arrive too.
+func settledStarts(ctx context.Context, s *sim.Sim) int {
+	deadline := time.Now().Add(startArrivesWithin)
+	for s.StartRequests(sim.DefaultPod) == 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(startsSettle):
+	}
+	return s.StartRequests(sim.DefaultPod)
 }
 
 // askAsleep sends one ask that must get a wake-policy reply, not a model's.

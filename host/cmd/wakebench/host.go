@@ -43,7 +43,11 @@ type hostSpec struct {
 	conductorURL string
 	startTimeout time.Duration // [conductor] start_timeout; default 3s
 	watchPoll    time.Duration // [timings] watch_poll; default 5s
+	storeDSN     string        // a PostgreSQL store's connection string, in storeEnv; "" for bbolt
 }
+
+// storeEnv holds a PostgreSQL host's connection string ([store] dsn_env).
+const storeEnv = "WAKEBENCH_STORE_DSN"
 
 // writeConfig writes dir/wake.toml for spec: the simulator as the conductor,
 // the plugins from binDir, the store in dir/data, and one provider whose key
@@ -58,6 +62,9 @@ func writeConfig(dir, binDir, listen string, spec hostSpec) (string, error) {
 	}
 	if spec.watchPoll > 0 {
 		fmt.Fprintf(&b, "\n[timings]\nwatch_poll = %s\n", strconv.Quote(spec.watchPoll.String()))
+	}
+	if spec.storeDSN != "" {
+		fmt.Fprintf(&b, "\n[store]\nbackend = \"postgres\"\ndsn_env = %s\n", strconv.Quote(storeEnv))
 	}
 	fmt.Fprintf(&b, "\n[[providers]]\nname = \"qwen\"\nplugin = %s\npod = \"qwen\"\npath = \"/v1\"\nmodel = \"qwen\"\napi_key_env = %s\n",
 		strconv.Quote(providerPlugin), strconv.Quote(keyEnv))
@@ -120,6 +127,9 @@ func startHost(ctx context.Context, work, binDir string, spec hostSpec) (*host, 
 
 	cmd := exec.Command(filepath.Join(binDir, "wakehost"), "-config", cfg, "-listen", addr, "-log-format", "json")
 	cmd.Env = []string{keyEnv + "=" + benchKey}
+	if spec.storeDSN != "" {
+		cmd.Env = append(cmd.Env, storeEnv+"="+spec.storeDSN)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = dir
 	setPdeathsig(cmd)

@@ -16,12 +16,17 @@
 //     populations of users (legacy askers, wait/resume clients on the event
 //     stream, OpenAI clients in hold mode), each on an in-process host and
 //     simulator with a scaled clock, side by side; printed as a second
-//     table, one column per population.
+//     table, one column per population;
+//  8. measurements 1 and 3 again on a host whose store is PostgreSQL (a
+//     fresh schema per run on the server at WAKE_TEST_POSTGRES_DSN, default
+//     postgres://postgres@127.0.0.1:5432/test), beside bbolt's runs of the
+//     same bench; in the first table; skipped, saying so, when no server
+//     answers.
 //
 // Each figure is the median of -runs runs, each on a fresh simulator and a
 // fresh host.
 //
-//	go run ./host/cmd/wakebench [-runs 5] [-quick] [-only 1-6|2|7] [-out FILE]
+//	go run ./host/cmd/wakebench [-runs 5] [-quick] [-only 1-6|2|7|8] [-out FILE]
 //
 // It builds with the go command on PATH, from the module of the working
 // directory. It talks to 127.0.0.1 only, bounds every loop in count and time,
@@ -77,13 +82,13 @@ func run() error {
 	runs := flag.Int("runs", 0, "runs per measurement, each figure their median (default 5; 2 with -quick)")
 	quick := flag.Bool("quick", false, "a smoke test: fewer runs and requests")
 	out := flag.String("out", "", "also write the table to this file")
-	only := flag.String("only", "", `run only these measurements: "1-6" (the table), "2" (the ready path alone) or "7" (the simulated day)`)
+	only := flag.String("only", "", `run only these measurements: "1-6" (the table), "2" (the ready path alone), "7" (the simulated day) or "8" (the PostgreSQL store, with bbolt's runs of 1 and 3 beside it)`)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", flag.Args())
 	}
-	if *only != "" && *only != "1-6" && *only != "2" && *only != "7" {
-		return fmt.Errorf(`-only must be "1-6", "2" or "7", not %q`, *only)
+	if *only != "" && *only != "1-6" && *only != "2" && *only != "7" && *only != "8" {
+		return fmt.Errorf(`-only must be "1-6", "2", "7" or "8", not %q`, *only)
 	}
 	p := fullPlan
 	if *quick {
@@ -111,11 +116,16 @@ func run() error {
 	}
 	var table string
 	if *only != "7" {
-		measure := b.measure
-		if *only == "2" {
-			measure = b.measureReady
+		var rows []row
+		var err error
+		switch *only {
+		case "2":
+			rows, err = b.measureReady(ctx)
+		case "8":
+			rows, err = b.measurePostgres(ctx, nil, nil)
+		default:
+			rows, err = b.measure(ctx, *only == "")
 		}
-		rows, err := measure(ctx)
 		if err != nil {
 			return err
 		}
@@ -155,15 +165,16 @@ func (b *harness) progressf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "wakebench: "+format+"\n", args...)
 }
 
-// measure runs every measurement -runs times and returns the table's rows.
-func (b *harness) measure(ctx context.Context) ([]row, error) {
+// measure runs measurements 1-6 -runs times and returns the table's rows;
+// withPostgres adds measurement 8's, beside the runs of 1 and 3.
+func (b *harness) measure(ctx context.Context, withPostgres bool) ([]row, error) {
 	p := b.plan
 	var startups []time.Duration
 	var fps [3][]footprint // after measurements 1, 2 and 3
 
 	var asleep []asleepRun
 	for i := range p.runs {
-		r, err := b.asleep(ctx, i)
+		r, err := b.asleep(ctx, i, hostSpec{})
 		if err != nil {
 			return nil, fmt.Errorf("measurement 1 (asleep path), run %d: %w", i+1, err)
 		}
@@ -180,7 +191,7 @@ func (b *harness) measure(ctx context.Context) ([]row, error) {
 	}
 	var bursts []burstRun
 	for i := range p.runs {
-		r, err := b.burst(ctx, i)
+		r, err := b.burst(ctx, i, hostSpec{})
 		if err != nil {
 			return nil, fmt.Errorf("measurement 3 (burst), run %d: %w", i+1, err)
 		}
@@ -217,7 +228,28 @@ func (b *harness) measure(ctx context.Context) ([]row, error) {
 	rows = append(rows, readinessRows(readiness[0], readiness[1])...)
 	rows = append(rows, footprintRows(fps, startups)...)
 	rows = append(rows, doorRows(p, doors)...)
+	if withPostgres {
+		pg, err := b.measurePostgres(ctx, asleep, bursts)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(rows, pg...)
+	}
 	return rows, nil
+}
+
+// measurePostgres runs measurement 8 and returns its rows, beside bbolt's
+// runs of measurements 1 and 3: asleep and bursts when given, else run here,
+// one of each before each PostgreSQL run.
+func (b *harness) measurePostgres(ctx context.Context, asleep []asleepRun, bursts []burstRun) ([]row, error) {
+	pg, err := b.postgres(ctx, asleep == nil)
+	if err != nil {
+		return nil, fmt.Errorf("measurement 8 (the PostgreSQL store): %w", err)
+	}
+	if asleep == nil {
+		asleep, bursts = pg.boltAsleep, pg.boltBursts
+	}
+	return postgresRows(b.plan, pg, asleep, bursts), nil
 }
 
 // readyRuns runs measurement 2 -runs times.

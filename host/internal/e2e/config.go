@@ -30,6 +30,12 @@ type Config struct {
 
 	// [timings]
 	CompletionTimeout time.Duration
+	WatchPoll         time.Duration
+
+	// [store]: StoreDSNEnv set makes the backend "postgres", its
+	// connection string in that variable.
+	StoreDSNEnv string
+	StoreLease  time.Duration
 
 	// [[providers]] qwen
 	ProviderPlugin string
@@ -75,9 +81,16 @@ func (c Config) TOML() string {
 	set("url", c.ConductorURL)
 	duration("lookup_timeout", c.LookupTimeout)
 	duration("start_timeout", c.StartTimeout)
-	if c.CompletionTimeout != 0 {
+	if c.CompletionTimeout != 0 || c.WatchPoll != 0 {
 		b.WriteString("\n[timings]\n")
 		duration("completion_timeout", c.CompletionTimeout)
+		duration("watch_poll", c.WatchPoll)
+	}
+	if c.StoreDSNEnv != "" {
+		b.WriteString("\n[store]\n")
+		set("backend", "postgres")
+		set("dsn_env", c.StoreDSNEnv)
+		duration("lease", c.StoreLease)
 	}
 	b.WriteString("\n[[providers]]\n")
 	set("name", "qwen")

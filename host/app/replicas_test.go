@@ -1,0 +1,410 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/pgtest"
+)
+
+// This file runs three wakehost processes on one PostgreSQL database, behind
+// no load balancer: the test spreads its requests over them itself.
+
+// sharedPod is a conductor and a model on loopback for the replicas: the pod
+// qwen is EXITED until the test makes it ready, every start is answered 202
+// and counted, and so is every lookup. The model echoes the last message,
+// keeps every request's messages, and holds a completion of "hold" until
+// the test releases it.
+type sharedPod struct {
+	conductor, model *httptest.Server
+	starts, lookups  atomic.Int64
+	ready            atomic.Pointer[string] // the readySince, once ready
+
+	mu       sync.Mutex
+	requests [][]map[string]string // every completion's messages
+	held     chan struct{}         // a "hold" completion arrived
+	release  chan struct{}         // closed by the test: "hold" answers
+}
+
+func newSharedPod(t *testing.T) *sharedPod {
+	t.Helper()
+	p := &sharedPod{held: make(chan struct{}, 1), release: make(chan struct{})}
+	p.model = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []map[string]string `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+			http.Error(w, "bad completion request", http.StatusBadRequest)
+			return
+		}
+		p.mu.Lock()
+		p.requests = append(p.requests, req.Messages)
+		p.mu.Unlock()
+		last := req.Messages[len(req.Messages)-1]["content"]
+		if last == "hold" {
+			p.held <- struct{}{}
+			select {
+			case <-p.release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{
+			"message": map[string]string{"role": "assistant", "content": "echo: " + last},
+		}}})
+	}))
+	p.conductor = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.Method == http.MethodPost && r.URL.Path == "/api/pods/qwen/start":
+			p.starts.Add(1)
+			w.WriteHeader(http.StatusAccepted)
+			io.WriteString(w, "{}")
+		case r.Method == http.MethodGet && r.URL.Path == "/api/pods/qwen":
+			p.lookups.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			if since := p.ready.Load(); since != nil {
+				io.WriteString(w, `{"name":"qwen","status":"RUNNING","isRunning":true,"proxyUrl":"`+p.model.URL+
+					`","podId":"pod-1","readySince":"`+*since+`","lookup":"FOUND"}`)
+				return
+			}
+			io.WriteString(w, `{"name":"qwen","status":"EXITED","isRunning":false,"podId":"pod-1","lookup":"FOUND"}`)
+		default:
+			http.Error(w, "not scripted", http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(func() {
+		p.conductor.Close()
+		p.model.Close()
+	})
+	return p
+}
+
+// makeReady makes the pod RUNNING with its model answering since now.
+func (p *sharedPod) makeReady() {
+	since := time.Now().UTC().Format(time.RFC3339)
+	p.ready.Store(&since)
+}
+
+// lastRequest is the messages of the last completion.
+func (p *sharedPod) lastRequest() []map[string]string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.requests) == 0 {
+		return nil
+	}
+	return p.requests[len(p.requests)-1]
+}
+
+// replicaLease and replicaPoll are the replicas' [store] lease and
+// [timings] watch_poll: short, so that a takeover takes a second or two.
+const (
+	replicaLease = time.Second
+	replicaPoll  = 200 * time.Millisecond
+)
+
+// startReplicas runs n wakehost processes on the schema of dsn and the pod.
+func startReplicas(t *testing.T, n int, dsn string, p *sharedPod) []*wakehost {
+	t.Helper()
+	var hosts []*wakehost
+	for range n {
+		cfg := e2e.WriteConfig(t, e2e.Config{
+			ConductorURL: p.conductor.URL, LookupTimeout: time.Second, StartTimeout: startTimeout,
+			WatchPoll: replicaPoll, StoreDSNEnv: "WAKE_TEST_STORE_DSN", StoreLease: replicaLease,
+		})
+		hosts = append(hosts, launchWakehost(t, cfg, []string{"WAKE_TEST_STORE_DSN=" + dsn}))
+	}
+	return hosts
+}
+
+// post sends body to h's /api/chat and returns the status and body; a
+// transport error is status 0 with the error as the body.
+func (h *wakehost) post(body any) (int, string) {
+	b, _ := json.Marshal(body)
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.base+"/api/chat", bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return 0, "transport error: " + err.Error()
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+// waitLine waits until one of hosts logs a line starting with prefix and
+// returns that host's index.
+func waitLine(t *testing.T, hosts []*wakehost, prefix string, within time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		for i, h := range hosts {
+			if len(h.log.Matching(t, prefix)) > 0 {
+				return i
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no replica logged %q within %v", prefix, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestThreeReplicas: three hosts on one database behave as one. A burst of
+// 1000 asks spread over them makes one start, and every ask gets the same
+// wake's reply; a turn of a session running on one host is a 409 on
+// another; a wait left on one host resumes on another, and the turns each
+// ran are in the history the other sends, and the wait's event stream,
+// open on the host that resumes, says when; when the host watching the wake
+// is killed, another takes the watch over and records the wake ready; and
+// one watch reads the pod per poll, not one per host.
+func TestThreeReplicas(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	p := newSharedPod(t)
+	hosts := startReplicas(t, 3, dsn, p)
+
+	// The burst: 1000 asks, 64 at a time, round robin over the hosts.
+	const asks, concurrency = 1000, 64
+	replies := make([]string, asks)
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range concurrency {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= asks {
+					return
+				}
+				status, body := hosts[i%len(hosts)].post(chatRequest{Message: "hello", SessionID: fmt.Sprintf("burst-%d", i)})
+				if status != http.StatusOK {
+					replies[i] = fmt.Sprintf("%d %s", status, body)
+					continue
+				}
+				var r chatReply
+				json.Unmarshal([]byte(body), &r)
+				replies[i] = r.Reply
+			}
+		})
+	}
+	wg.Wait()
+	counts := map[string]int{}
+	for _, r := range replies {
+		counts[r]++
+	}
+	if counts[e2e.ReplyWaking] != 1 || counts[e2e.ReplyWaking]+counts[e2e.ReplyStillWaking(0)] != asks {
+		t.Errorf("the burst's replies: %v; want one waking and the rest still waking (0 min)", counts)
+	}
+	watcher := waitLine(t, hosts, "wake requested for pod qwen", waitFor)
+	e2e.WaitCount(t, "starts", 1, func() int { return int(p.starts.Load()) }, waitFor)
+
+	// One watch per wake: over a couple of seconds with no asks, the pod is
+	// read about once a poll, not once a poll per host.
+	before, began := p.lookups.Load(), time.Now()
+	time.Sleep(10 * replicaPoll)
+	reads, polls := p.lookups.Load()-before, int64(time.Since(began)/replicaPoll)
+	if reads > polls+2 || reads < polls/2 {
+		t.Errorf("%d pod reads in %d watch polls of three hosts, want about one a poll", reads, polls)
+	}
+	for i, h := range hosts {
+		if i != watcher && len(h.log.Matching(t, "wake watch resumed")) > 0 {
+			t.Errorf("host %d took over a watch nobody lost", i)
+		}
+	}
+
+	// A wait on one host; its resume on another.
+	waitOn, resumeOn := (watcher+1)%3, (watcher+2)%3
+	status, body := hosts[waitOn].post(chatRequest{Message: "remember 42", SessionID: "fg", WakeMode: "wait"})
+	var waited chatReply
+	if json.Unmarshal([]byte(body), &waited); status != http.StatusOK || waited.PendingWake == nil {
+		t.Fatalf("the wait: %d %s, want a pendingWake", status, body)
+	}
+	// The marker's event stream, opened on the host that will resume it,
+	// tells the client when to: the wake is another host's.
+	resumeStream := openStream(t, hosts[resumeOn].client, hosts[resumeOn].base, waited.PendingWake.Events)
+	if first := resumeStream.nextPod(t); first.State != "waking" {
+		t.Errorf("the pending wake's stream on the resuming host starts %+v, want waking", first)
+	}
+
+	// The watching host dies; another takes its watch over and records the
+	// wake ready, before anyone asks.
+	hosts[watcher].cmd.Process.Kill()
+	<-hosts[watcher].exited
+	p.makeReady()
+	survivors := []*wakehost{hosts[waitOn], hosts[resumeOn]}
+	taker := waitLine(t, survivors, "wake watch resumed for pod qwen", 10*replicaLease+10*time.Second)
+	if got := waitLine(t, survivors, "wake ready for pod qwen", 5*time.Second); got != taker {
+		t.Errorf("survivor %d recorded the wake ready, but survivor %d took the watch over", got, taker)
+	}
+	if n := p.starts.Load(); n != 1 {
+		t.Errorf("%d starts after the takeover, want still 1", n)
+	}
+	if ready := resumeStream.nextState(t, "ready", waitFor); !ready.Ready {
+		t.Errorf("the pending wake's stream on the resuming host: %+v, want a fresh ready", ready)
+	}
+
+	status, body = hosts[resumeOn].post(chatRequest{Message: "remember 42", SessionID: "fg", WakeMode: "resume", PendingWake: waited.PendingWake.Key})
+	if want := `{"reply":"echo: remember 42","sessionId":"fg"}`; status != http.StatusOK || strings.TrimSpace(body) != want {
+		t.Errorf("the resume on another host: %d %s, want %s", status, body, want)
+	}
+	status, body = hosts[waitOn].post(chatRequest{Message: "remember 42", SessionID: "fg", WakeMode: "resume", PendingWake: waited.PendingWake.Key})
+	if status != http.StatusConflict || !strings.Contains(body, "no pending wake for this session") {
+		t.Errorf("a second resume, on the first host: %d %s, want 409", status, body)
+	}
+
+	// One turn per session across hosts: while a turn of "fg" runs on one,
+	// the session is 409 on the other.
+	held := make(chan string, 1)
+	go func() {
+		_, body := hosts[waitOn].post(chatRequest{Message: "hold", SessionID: "fg"})
+		held <- body
+	}()
+	select {
+	case <-p.held:
+	case <-time.After(waitFor):
+		t.Fatal("the held completion never reached the model")
+	}
+	status, body = hosts[resumeOn].post(chatRequest{Message: "meanwhile", SessionID: "fg"})
+	if status != http.StatusConflict || !strings.Contains(body, "a turn is already in flight for this session") {
+		t.Errorf("a turn of a session another host runs: %d %s, want 409", status, body)
+	}
+	close(p.release)
+	if body := <-held; !strings.Contains(body, "echo: hold") {
+		t.Errorf("the held turn: %s, want its answer", body)
+	}
+
+	// The history the other host sends has both turns, the one resumed
+	// there and the one held here: sent the moment the held turn was
+	// answered, the turn waits for it to be stored instead of a 409.
+	status, body = hosts[resumeOn].post(chatRequest{Message: "what did I say?", SessionID: "fg"})
+	if status != http.StatusOK {
+		t.Fatalf("the last turn: %d %s", status, body)
+	}
+	var contents []string
+	for _, m := range p.lastRequest() {
+		contents = append(contents, m["role"]+": "+m["content"])
+	}
+	want := []string{"user: remember 42", "assistant: echo: remember 42", "user: hold", "assistant: echo: hold", "user: what did I say?"}
+	got := contents[len(contents)-min(len(contents), len(want)):]
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the last completion's messages end with\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for _, h := range hosts {
+		if strings.Contains(h.log.String(), dsn) {
+			t.Error("a host's log carries the connection string")
+		}
+	}
+}
+
+// elsewhereWithin is how soon a change one replica stores reaches another's
+// event stream (issue 13: within 1 s).
+const elsewhereWithin = time.Second
+
+// nextState is the stream's next pod event in state, skipping others; it
+// fails the test when none comes within d.
+func (es *eventStream) nextState(t *testing.T, state string, d time.Duration) podEvent {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case e, ok := <-es.events:
+			if !ok {
+				t.Fatalf("the event stream ended before %s", state)
+			}
+			var p podEvent
+			if e.Name != "" || json.Unmarshal([]byte(e.Data), &p) != nil {
+				t.Fatalf("event %q %s, want a pod event", e.Name, e.Data)
+			}
+			if p.State == state {
+				return p
+			}
+		case <-deadline:
+			t.Fatalf("no %s event within %v", state, d)
+			return podEvent{}
+		}
+	}
+}
+
+// TestReplicaEvents: what one replica stores, another's event stream
+// shows within a second, and its pod report, metrics and status page count
+// it: a wake decided on A is waking on B's stream; its outcome, recorded by
+// A's watch, is ready on B's, B's estimate is measured from the wake A
+// logged, B's status page lists it, and B's pod state metric follows while
+// only A counts the wake.
+func TestReplicaEvents(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	p := newSharedPod(t)
+	hosts := startReplicas(t, 2, dsn, p)
+	a, b := hosts[0], hosts[1]
+
+	atB := openStream(t, b.client, b.base, "/api/pods/qwen/events")
+	if first := atB.nextPod(t); first.State != "asleep" {
+		t.Fatalf("B's first event: %+v, want asleep", first)
+	}
+	status, body := a.post(chatRequest{Message: "hello", SessionID: "s"})
+	replied := time.Now()
+	var r chatReply
+	if json.Unmarshal([]byte(body), &r); status != http.StatusOK || r.Reply != e2e.ReplyWaking {
+		t.Fatalf("the ask on A: %d %s, want the waking reply", status, body)
+	}
+	waking := atB.nextState(t, "waking", waitFor)
+	if lag := time.Since(replied); lag > elsewhereWithin {
+		t.Errorf("B's stream showed waking %v after A replied, want within %v", lag, elsewhereWithin)
+	}
+	if waking.WakeRequestedAt == nil || waking.ElapsedSeconds == nil || waking.EtaSeconds == nil {
+		t.Errorf("B's waking event %+v lacks the wake's request, elapsed or eta", waking)
+	}
+
+	// Ready since a second after the request, so that the wake A logs
+	// takes a positive time and counts in the estimate.
+	for time.Now().Truncate(time.Second).Compare(waking.WakeRequestedAt.Add(time.Second)) < 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	p.makeReady()
+	if got := waitLine(t, hosts, "wake ready for pod qwen", waitFor); got != 0 {
+		t.Fatalf("replica %d recorded the wake ready, want A, whose watch it is", got)
+	}
+	recorded := time.Now()
+	ready := atB.nextState(t, "ready", waitFor)
+	if lag := time.Since(recorded); lag > elsewhereWithin {
+		t.Errorf("B's stream showed ready %v after A recorded it, want within %v", lag, elsewhereWithin)
+	}
+	if !ready.Ready || ready.Outcome == nil || *ready.Outcome != "ready" {
+		t.Errorf("B's ready event: %+v, want a fresh ready with the outcome ready", ready)
+	}
+
+	// B's estimate counts the wake A logged.
+	_, raw, err := b.get("/api/pods/qwen")
+	var report struct {
+		EstimateWakes int `json:"estimateWakes"`
+	}
+	if err != nil || json.Unmarshal([]byte(raw), &report) != nil || report.EstimateWakes != 1 {
+		t.Errorf("GET /api/pods/qwen on B: %s, %v; want estimateWakes 1, the wake A logged", raw, err)
+	}
+	// B's status page lists it, from the shared wake log.
+	if _, frag, err := b.get("/status/pods/qwen"); err != nil || !strings.Contains(frag, `<td class="ok">ready</td>`) {
+		t.Errorf("B's status fragment lacks the wake A logged (%v):\n%s", err, frag)
+	}
+	// B's pod state follows; the wake is counted once, by A.
+	scrapeB, scrapeA := scrapeAt(t, b.client, b.base), scrapeAt(t, a.client, a.base)
+	if v := scrapeB.value("wakeonchat_pod_state", "pod=qwen", "state=ready"); v != 1 {
+		t.Errorf("B's wakeonchat_pod_state{state=ready} = %v, want 1", v)
+	}
+	wakesA := scrapeA.byLabel("wakeonchat_wakes_total", "outcome")
+	wakesB := scrapeB.byLabel("wakeonchat_wakes_total", "outcome")
+	if wakesA["ready"] != 1 || wakesB["ready"] != 0 {
+		t.Errorf("wakes counted ready: A %v, B %v; want the one wake on A alone", wakesA, wakesB)
+	}
+}

@@ -1,0 +1,173 @@
+// Package pgtest gives the tests that need a PostgreSQL server one: a
+// fresh schema of their own on the server at WAKE_TEST_POSTGRES_DSN
+// (default DefaultDSN), so that packages and tests run in parallel on one
+// database. When no server answers, a test that asks for one is skipped,
+// and says so, unless WAKE_TEST_POSTGRES=required (CI's setting), which
+// makes that a failure. `make test` runs ./probe first, which says in one
+// line whether the PostgreSQL suites run or are skipped.
+//
+// It is imported by tests only, and by ./probe and host/cmd/wakebench,
+// which measure against the same server.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The environment of the PostgreSQL tests.
+const (
+	EnvDSN      = "WAKE_TEST_POSTGRES_DSN"
+	EnvRequired = "WAKE_TEST_POSTGRES"
+	DefaultDSN  = "postgres://postgres@127.0.0.1:5432/test"
+)
+
+// ServerDSN is the test server's DSN: WAKE_TEST_POSTGRES_DSN, or DefaultDSN.
+func ServerDSN() string {
+	if dsn := os.Getenv(EnvDSN); dsn != "" {
+		return dsn
+	}
+	return DefaultDSN
+}
+
+// Required reports whether a missing server fails the tests
+// (WAKE_TEST_POSTGRES=required).
+func Required() bool { return os.Getenv(EnvRequired) == "required" }
+
+// Where names the test server without its credentials: host, port and
+// database.
+func Where() string {
+	cfg, err := pgx.ParseConfig(ServerDSN())
+	if err != nil {
+		return EnvDSN + " (it does not parse)"
+	}
+	return fmt.Sprintf("%s:%d/%s", cfg.Host, cfg.Port, cfg.Database)
+}
+
+var (
+	probeOnce sync.Once
+	probeErr  error
+)
+
+// Available checks, once per process, that the server answers within 3 s;
+// nil when it does.
+func Available() error {
+	probeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, ServerDSN())
+		if err != nil {
+			probeErr = err
+			return
+		}
+		defer conn.Close(ctx)
+		probeErr = conn.Ping(ctx)
+	})
+	return probeErr
+}
+
+// Need skips t, loudly, when no server answers; with WAKE_TEST_POSTGRES=
+// required it fails t instead.
+func Need(t testing.TB) {
+	t.Helper()
+	if err := Available(); err != nil {
+		if Required() {
+			t.Fatalf("%s=required and no PostgreSQL answers at %s: %v", EnvRequired, Where(), err)
+		}
+		t.Skipf("SKIPPED: no PostgreSQL answers at %s (%s; set %s to a server, or %s=required to fail instead)",
+			Where(), shortErr(err), EnvDSN, EnvRequired)
+	}
+}
+
+// Reason is the last part of a connection error, on one line:
+// "connection refused".
+func Reason(err error) string { return shortErr(err) }
+
+func shortErr(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 {
+		return s[i+2:]
+	}
+	return s
+}
+
+// Schema makes a fresh, empty schema for t, dropped with everything in it at
+// t's cleanup, and returns a DSN of the test server whose search_path is
+// that schema. It calls Need first.
+func Schema(t testing.TB) string {
+	t.Helper()
+	Need(t)
+	var b [6]byte
+	rand.Read(b[:])
+	name := "wake_test_" + hex.EncodeToString(b[:])
+	admin(t, "CREATE SCHEMA "+name)
+	t.Cleanup(func() { admin(t, "DROP SCHEMA "+name+" CASCADE") })
+	return WithSearchPath(ServerDSN(), name)
+}
+
+// admin runs sql on a connection of its own to the test server.
+func admin(t testing.TB, sql string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, ServerDSN())
+	if err != nil {
+		t.Fatalf("connecting to the test PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// Exec runs sql on the schema of dsn (a DSN Schema returned), for a test
+// that reaches into the tables.
+func Exec(t testing.TB, dsn, sql string, args ...any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connecting to the test PostgreSQL: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// WithSearchPath is dsn with its search_path set to schema: a URL gets the
+// query parameter, a key=value string the pair.
+func WithSearchPath(dsn, schema string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		if u, err := url.Parse(dsn); err == nil {
+			q := u.Query()
+			q.Set("search_path", schema)
+			u.RawQuery = q.Encode()
+			return u.String()
+		}
+	}
+	return dsn + " search_path=" + schema
+}
+
+// withHostPort is dsn with its host and port replaced.
+func withHostPort(dsn, host, port string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		if u, err := url.Parse(dsn); err == nil {
+			u.Host = net.JoinHostPort(host, port)
+			return u.String()
+		}
+	}
+	return dsn + " host=" + host + " port=" + port
+}

@@ -1,0 +1,181 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/machines"
+)
+
+// Backend is the host's durable state, whichever database keeps it: the
+// embedded bbolt file (*Store, the default) or PostgreSQL, which several
+// replicas share (host/store/postgres). host/store/storetest runs the same cases
+// against each, and the rest of the host sees only these interfaces.
+//
+// Every method is safe for concurrent use, and after Close every method
+// returns an error wrapping ErrClosed.
+type Backend interface {
+	Records
+	WakeLog
+	History
+	// HistoryWithin is History(session, last) from the newest message back
+	// to the first whose content would take their total past maxBytes,
+	// which ends them (nothing older: no hole); nil when maxBytes < 0. A
+	// session of huge messages costs what fits: bbolt decodes at most one
+	// more, PostgreSQL sends nothing more. host/agent reads with it
+	// (agent.BoundedHistory).
+	HistoryWithin(session string, last, maxBytes int) ([]Message, error)
+	Pendings
+	Retainer
+	Leases
+	// PruneHistory keeps the last keep messages of session (rounded down to
+	// whole turns).
+	PruneHistory(session string, keep int) error
+	// Close stops the background work (pruning) and releases the database.
+	Close() error
+}
+
+// Records keeps one machines.Record per pod: what host/wake reads, decides
+// on and writes.
+type Records interface {
+	// Record returns pod's record, machines.NewRecord(pod) when none is
+	// stored.
+	Record(pod string) (machines.Record, error)
+	// PutRecord stores r under r.Pod, replacing what was there.
+	PutRecord(r machines.Record) error
+	// Records returns every stored record, sorted by pod.
+	Records() ([]machines.Record, error)
+	// UpdateRecord is the wake policy's read-decide-write: it runs fn on
+	// pod's record and stores what fn returns unless it is Equal to what fn
+	// was given (most asks change nothing, and cost no write); a change is
+	// decided under a lock on the pod that holds across every host sharing
+	// the store. When fn also returns a wake log entry, a changed record is
+	// stored with it in one transaction, as PutRecordWake does (an entry
+	// with an unchanged record is not stored). fn may run more than once
+	// (PostgreSQL runs it on a plain read first, and again under the lock
+	// when it changed something), so it must only decide. It returns the
+	// record fn was last given and the one stored after, as a read would
+	// give it back: the entry of fn's last run was stored exactly when they
+	// differ. When fn fails nothing is stored and fn's error is returned as
+	// it is. fn must not call the store.
+	UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error)
+}
+
+// WakeLog keeps each pod's log of wakes: one machines.Wake per wake whose
+// outcome is known (its phases, outcome and whether it served a turn), the
+// newest WakeLogSize by request time. An entry is only ever stored with the
+// record whose change it logs, in one transaction, so that a crash never
+// leaves an outcome in the record that the log lacks. The estimate of how
+// long a pod's wakes take (host/wake) and the status page read it.
+type WakeLog interface {
+	// PutRecordWake stores r, as PutRecord does, and w in r.Pod's wake
+	// log, in one transaction: w replaces the entry of the same wake (its
+	// RequestedAt) or is added, and the log then keeps its newest
+	// WakeLogSize entries. An empty w.Pod is r.Pod; another is an error,
+	// and so is a zero RequestedAt.
+	PutRecordWake(r machines.Record, w machines.Wake) error
+	// Wakes returns pod's wake log, oldest first (by request time), its
+	// times in UTC; none for a pod with no logged wake.
+	Wakes(pod string) ([]machines.Wake, error)
+}
+
+// History keeps each session's turns: what host/agent sends with a turn and
+// stores after it.
+type History interface {
+	// History returns the last last messages of session, oldest first; nil
+	// when last <= 0 or the session is unknown.
+	History(session string, last int) ([]Message, error)
+	// AppendTurn appends a user message and the assistant's reply, whole or
+	// not at all, stamping the session's last turn with the store's clock.
+	AppendTurn(session string, user, assistant Message) error
+}
+
+// Pendings keeps each session's pending-wake marker (#715): what host/chat
+// leaves for a wakeMode "wait" turn and takes on its resume.
+type Pendings interface {
+	// Pending returns session's marker; ok is false when it has none, or
+	// only an expired one.
+	Pending(session string) (p Pending, ok bool, err error)
+	// PutPending sets session's marker, replacing any other.
+	PutPending(session string, p Pending) error
+	// TakePending returns and deletes session's marker when its key is key
+	// (ErrNoPending, ErrPendingMismatch otherwise); of concurrent takes
+	// exactly one succeeds.
+	TakePending(session, key string) (Pending, error)
+	// DeletePending deletes session's marker; none is not an error.
+	DeletePending(session string) error
+}
+
+// Retainer bounds what the store keeps (README, store.history_*).
+type Retainer interface {
+	// Prune deletes, as of now, the sessions r no longer keeps and the
+	// expired pending wakes, in small batches; it stops between batches
+	// when ctx ends.
+	Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error)
+	// StartPruning runs Prune in the background every interval until
+	// Close, logging LinePruned and LinePruneFailed.
+	StartPruning(r Retention, interval time.Duration, log *slog.Logger) error
+}
+
+var _ Backend = (*Store)(nil)
+
+// Leases hold a name for one store at a time, across every host sharing the
+// database: host/wake's watch of a wake is one ("one watch per wake across
+// replicas"). A lease lives while the store that took it renews it, which
+// it does in the background until Close; a host that dies stops renewing,
+// and its leases can be taken once they expire (PostgreSQL: [store] lease
+// after the last renewal). The bbolt store is held by one process, so its
+// leases are only that process's.
+type Leases interface {
+	// TakeLease takes name for this store unless a store (this one
+	// included) holds it; ok is false then.
+	TakeLease(name string) (ok bool, err error)
+	// LeaseHeld reports whether this store still holds name: taken, not
+	// released, and renewed recently enough that no other store can have
+	// taken it since.
+	LeaseHeld(name string) bool
+	// ReleaseLease gives name up, for any store to take. Releasing a lease
+	// this store does not hold does nothing.
+	ReleaseLease(name string) error
+}
+
+// Turns holds the one turn in flight per session (host/chat answers another
+// turn of the session 409) across every host sharing the database. A host
+// takes its session's turn after its own in-process slot. The bbolt store,
+// which one host holds, has no Turns: that host's slots are the rule.
+type Turns interface {
+	// TakeTurn claims session's turn for this store. It returns false at
+	// once while another turn of the session runs, on any host, and waits
+	// (until ctx ends, then false) while one is finishing: replied to, its
+	// turn being stored.
+	TakeTurn(ctx context.Context, session string) (bool, error)
+	// FinishTurn marks this store's turn of session as replied to.
+	FinishTurn(session string) error
+	// ReleaseTurn frees session's turn. A turn a host never released
+	// (it died) lapses after the lease.
+	ReleaseTurn(session string) error
+}
+
+// RecordChange is a change of a pod's record that another host sharing the
+// store made (Changes), for the event stream of this one.
+type RecordChange struct {
+	Before, After machines.Record
+	// Resync: the host lost touch with the database for a while, so changes
+	// may have been missed; After is the record as stored now, Before is
+	// unknown (zero). One comes for every stored record.
+	Resync bool
+}
+
+// Changes tells a host of the record changes the other hosts sharing the
+// store make (PostgreSQL: LISTEN/NOTIFY), within about a second. Its own
+// changes it knows already (host/wake's Config.Changed). The bbolt store,
+// which one host holds, has no Changes.
+type Changes interface {
+	// OnRecordChange calls fn, on a goroutine of the store's, with every
+	// change another host makes, in the order they were stored, until
+	// Close. The later changes wait while fn runs: it may read the store
+	// (the listener has a connection of its own), but should be quick.
+	// Only one fn may be set.
+	OnRecordChange(fn func(RecordChange)) error
+}

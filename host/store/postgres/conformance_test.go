@@ -1,0 +1,46 @@
+package postgres_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/internal/pgtest"
+	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/host/store/postgres"
+	"github.com/wakeonchat/wakeonchat/host/store/storetest"
+)
+
+// dsns remembers the DSN of each store a suite opened, for its peers.
+var dsns = map[store.Backend]string{} // the suite runs its cases one at a time
+
+// openAt opens a store on dsn with o, closed at t's cleanup.
+func openAt(t *testing.T, dsn string, o postgres.Options) *postgres.Store {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := postgres.Open(ctx, dsn, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestConformance runs the store conformance suite on PostgreSQL, each case
+// in a schema of its own.
+func TestConformance(t *testing.T) {
+	pgtest.Need(t)
+	storetest.Run(t, storetest.Suite{
+		Open: func(t *testing.T, o storetest.Options) store.Backend {
+			dsn := pgtest.Schema(t)
+			s := openAt(t, dsn, postgres.Options{Now: o.Now, PendingTTL: o.PendingTTL, Lease: storetest.Lease})
+			dsns[s] = dsn
+			return s
+		},
+		Peer: func(t *testing.T, first store.Backend, o storetest.Options) store.Backend {
+			return openAt(t, dsns[first], postgres.Options{Now: o.Now, PendingTTL: o.PendingTTL, Lease: storetest.Lease})
+		},
+		Crash: func(s store.Backend) { postgres.Crash(s.(*postgres.Store)) },
+	})
+}

@@ -1,0 +1,22 @@
+package postgres
+
+import "context"
+
+// Version is the schema version s's database is at.
+func Version(s *Store) (int, error) {
+	var v int
+	err := s.pool.QueryRow(context.Background(), `SELECT version FROM wake_schema`).Scan(&v)
+	return v, err
+}
+
+// Crash stops s as a host that was killed would stop: its leases are
+// neither renewed nor released, its connections just close.
+func Crash(s *Store) {
+	s.closing.Do(func() {
+		s.closed.Store(true)
+		s.pruning.Stop()
+		s.stopListening()
+		s.stopRenewing()
+		s.pool.Close()
+	})
+}

@@ -1,0 +1,107 @@
+package postgres_test
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/internal/pgtest"
+	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/host/store/postgres"
+	"github.com/wakeonchat/wakeonchat/machines"
+)
+
+// TestRecordChanges: a change one replica stores reaches the listener of
+// another within a second, in order, before and after; a replica hears
+// none of its own; a replica on another schema of the database hears
+// nothing. When the listener loses the database and gets it back, it
+// resyncs every record, and later changes arrive again.
+func TestRecordChanges(t *testing.T) {
+	dsn := pgtest.Schema(t)
+	proxy, proxied := pgtest.NewProxy(t, dsn)
+	quiet := slog.New(slog.DiscardHandler)
+	a := openAt(t, dsn, postgres.Options{Logger: quiet})
+	b := openAt(t, proxied, postgres.Options{Logger: quiet, OpTimeout: time.Second, ConnectTimeout: time.Second})
+	other := openAt(t, pgtest.Schema(t), postgres.Options{Logger: quiet})
+
+	listen := func(s *postgres.Store) <-chan store.RecordChange {
+		ch := make(chan store.RecordChange, 64)
+		if err := s.OnRecordChange(func(c store.RecordChange) { ch <- c }); err != nil {
+			t.Fatal(err)
+		}
+		return ch
+	}
+	atA, atB, atOther := listen(a), listen(b), listen(other)
+	if err := b.OnRecordChange(func(store.RecordChange) {}); err == nil {
+		t.Error("a second OnRecordChange: no error")
+	}
+	next := func(ch <-chan store.RecordChange, within time.Duration) (store.RecordChange, bool) {
+		select {
+		case c := <-ch:
+			return c, true
+		case <-time.After(within):
+			return store.RecordChange{}, false
+		}
+	}
+
+	waking := machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)}
+	ready := waking
+	ready.State, ready.ReadyAt = machines.Ready, waking.WakeRequestedAt.Add(9*time.Minute)
+	for _, r := range []machines.Record{waking, ready} {
+		if _, _, err := a.UpdateRecord("qwen", func(machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sent := time.Now()
+	for i, want := range []store.RecordChange{{Before: machines.NewRecord("qwen"), After: waking}, {Before: waking, After: ready}} {
+		got, ok := next(atB, time.Second)
+		if !ok {
+			t.Fatalf("change %d had not reached B %v after it was stored", i+1, time.Since(sent))
+		}
+		if !got.Before.Equal(want.Before) || !got.After.Equal(want.After) || got.Resync {
+			t.Errorf("change %d at B = %+v, want %+v", i+1, got, want)
+		}
+	}
+	// An update that changes nothing is no change.
+	if _, _, err := a.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := next(atB, 200*time.Millisecond); ok {
+		t.Errorf("B heard %+v of an update that changed nothing", c)
+	}
+	if c, ok := next(atA, 100*time.Millisecond); ok {
+		t.Errorf("A heard its own change %+v", c)
+	}
+	if c, ok := next(atOther, 100*time.Millisecond); ok {
+		t.Errorf("a replica on another schema heard %+v", c)
+	}
+
+	// B loses the database; A's change meanwhile comes as a resync once B
+	// is back, and later changes as changes.
+	proxy.Down()
+	llama := machines.Record{Pod: "llama", State: machines.Waking, WakeRequestedAt: waking.WakeRequestedAt}
+	if err := a.PutRecord(llama); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Up()
+	resynced := map[string]machines.Record{}
+	for len(resynced) < 2 {
+		c, ok := next(atB, 10*time.Second)
+		if !ok {
+			t.Fatalf("B resynced %v within 10 s of the database coming back, want qwen and llama", resynced)
+		}
+		if !c.Resync {
+			t.Fatalf("B heard %+v before its resync", c)
+		}
+		resynced[c.After.Pod] = c.After
+	}
+	if !resynced["qwen"].Equal(ready) || !resynced["llama"].Equal(llama) {
+		t.Errorf("B's resync = %+v, want qwen ready and llama waking", resynced)
+	}
+	if err := a.PutRecord(waking); err != nil {
+		t.Fatal(err)
+	}
+	if c, ok := next(atB, time.Second); !ok || c.Resync || !c.After.Equal(waking) || !c.Before.Equal(ready) {
+		t.Errorf("the change after the resync at B = %+v, %v; want ready to waking", c, ok)
+	}
+}

@@ -1,0 +1,205 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/wakeonchat/wakeonchat/host/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultOpTimeout      = 5 * time.Second
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultLease          = 10 * time.Second
+)
+
+// Options configure a Store. The zero value is what the host uses but for
+// DSNEnv, which only words the errors.
+type Options struct {
+	// Now is the clock the store stamps turns with and expires pending
+	// wakes by; default time.Now. Leases run on the database's clock.
+	Now func() time.Time
+	// PendingTTL is how long a pending wake lives after its CreatedAt; 0:
+	// forever. As store.Options.PendingTTL.
+	PendingTTL time.Duration
+	// OpTimeout caps one call of the store; default DefaultOpTimeout. A
+	// database that stops answering fails the call after it instead of
+	// holding the turn.
+	OpTimeout time.Duration
+	// ConnectTimeout caps each connection attempt; default
+	// DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// Lease is how long a hold on a watch or a turn outlives this
+	// replica's last renewal ([store] lease); default DefaultLease.
+	Lease time.Duration
+	// DSNEnv is the name of the environment variable the DSN came from
+	// ([store] dsn_env), for Open's errors; default "the DSN".
+	DSNEnv string
+	// Logger gets the store's own lines (LineLeaseRenewFailed); default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is the PostgreSQL backend. Create it with Open.
+type Store struct {
+	pool       *pgxpool.Pool
+	now        func() time.Time
+	pendingTTL time.Duration
+	opTimeout  time.Duration
+	lease      time.Duration
+	schema     string // the schema its tables are in (current_schema at Open)
+	holder     string // this replica's name in the leases it holds
+
+	closed  atomic.Bool
+	closing sync.Once
+	pruning store.PruneLoop
+	leases  leases
+	log     *slog.Logger
+
+	listening sync.Mutex
+	listen    struct {
+		stop context.CancelFunc
+		done chan struct{}
+	}
+}
+
+var _ store.Backend = (*Store)(nil)
+
+// Open connects to the database of dsn, creates or migrates its schema
+// (see schema.go) in the connection's current schema (search_path), and
+// returns the store. It fails, naming o.DSNEnv and never the DSN, when the
+// DSN does not parse, when the database does not answer within ctx and the
+// connect timeout, and when its schema is newer than this host's.
+func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.OpTimeout <= 0 {
+		o.OpTimeout = DefaultOpTimeout
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.DSNEnv == "" {
+		o.DSNEnv = "the DSN"
+	}
+	if dsn == "" {
+		return nil, fmt.Errorf("store: %s is empty: it must hold a PostgreSQL connection string", o.DSNEnv)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// The parser's error quotes the string: it stays here.
+		return nil, fmt.Errorf("store: %s does not parse as a PostgreSQL connection string (a URL postgres://user@host:port/database or key=value pairs)", o.DSNEnv)
+	}
+	cfg.ConnConfig.ConnectTimeout = o.ConnectTimeout
+	// An idle connection is checked before use, so that a database that
+	// came back is found on the next call, not the one after.
+	cfg.HealthCheckPeriod = 5 * time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: PostgreSQL in %s: %s", o.DSNEnv, class(err))
+	}
+	s := &Store{
+		pool: pool, now: o.Now, pendingTTL: o.PendingTTL, opTimeout: o.OpTimeout, lease: o.Lease,
+		holder: newHolder(), log: o.Logger,
+	}
+	s.leases.held = make(map[string]time.Time)
+	cctx, cancel := context.WithTimeout(ctx, o.ConnectTimeout)
+	defer cancel()
+	if err := pool.Ping(cctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("store: the PostgreSQL database in %s is unreachable: %s", o.DSNEnv, class(err))
+	}
+	if err := s.migrate(cctx); err != nil {
+		pool.Close()
+		var tooNew *SchemaTooNewError
+		if errors.As(err, &tooNew) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("store: the PostgreSQL database in %s: %w", o.DSNEnv, err)
+	}
+	s.startRenewing(o.Logger)
+	return s, nil
+}
+
+// newHolder names this replica in the leases it holds: random, so that a
+// restarted host never takes its predecessor's holds for its own.
+func newHolder() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Close stops the background pruning and the renewal of the leases, gives
+// up the leases this store holds (another replica takes over at once), then
+// closes every connection. Closing a closed Store does nothing.
+func (s *Store) Close() error {
+	s.closing.Do(func() {
+		s.closed.Store(true)
+		s.pruning.Stop()
+		s.stopListening()
+		s.stopRenewing()
+		s.releaseAll()
+		s.pool.Close()
+	})
+	return nil
+}
+
+// op returns the context of one call, capped at OpTimeout, or ErrClosed.
+func (s *Store) op() (context.Context, context.CancelFunc, error) {
+	if s.closed.Load() {
+		return nil, nil, store.ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
+	return ctx, cancel, nil
+}
+
+// tx runs fn in a transaction of one call: committed when fn returns nil,
+// rolled back otherwise. fn's error comes back as it is (fn wraps the
+// driver's errors itself, with dbErr); a failed begin or commit is an
+// *Error about what.
+func (s *Store) tx(what string, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	ctx, cancel, err := s.op()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	var fnErr error
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		fnErr = fn(ctx, tx)
+		return fnErr
+	})
+	switch {
+	case s.closed.Load():
+		return store.ErrClosed
+	case fnErr != nil:
+		return fnErr
+	}
+	return dbErr(what, err)
+}
+
+// utc is t in UTC without its monotonic clock reading; the zero time stays
+// zero.
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.Round(0).UTC()
+}

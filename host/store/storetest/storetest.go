@@ -1,0 +1,136 @@
+// Package storetest is the conformance suite of store.Backend: the same
+// table of cases, run against every backend (the bbolt store's tests run it
+// on *store.Store, the PostgreSQL backend's on *postgres.Store), so that
+// the host behaves the same whichever keeps its state.
+//
+// A backend's test calls Run with a Suite that opens a fresh, empty store
+// per case; a backend that several replicas share also gives Peer, and the
+// cases about replicas run too. The suite only uses the store.Backend
+// interfaces and what a backend adds for replicas (store.Shared); what is a
+// backend's own (bbolt's file checks, PostgreSQL's schema versions) is
+// tested in its package.
+//
+// It is imported by tests only.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/machines"
+)
+
+// Options are what a case needs of a store it opens.
+type Options struct {
+	// Now is the store's clock (store.Options.Now); never nil.
+	Now func() time.Time
+	// PendingTTL is store.Options.PendingTTL.
+	PendingTTL time.Duration
+}
+
+// Suite opens the stores of one backend.
+type Suite struct {
+	// Open opens a fresh, empty store with o, closed at the test's cleanup
+	// (a case may close it earlier; a second Close must be harmless).
+	Open func(t *testing.T, o Options) store.Backend
+	// Peer opens another replica on the data of s, a store Open returned,
+	// with o: another host process on the same database. nil for a backend
+	// one process holds alone; the cases about replicas are then skipped.
+	Peer func(t *testing.T, s store.Backend, o Options) store.Backend
+	// Crash stops s as a killed host would: its leases are neither renewed
+	// nor released. nil when Peer is, or the backend cannot.
+	Crash func(s store.Backend)
+}
+
+// T0 is the clock's start in every case.
+var T0 = time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
+
+// Run runs every case against the backend.
+func Run(t *testing.T, s Suite) {
+	t.Run("Records", func(t *testing.T) { testRecords(t, s) })
+	t.Run("UpdateRecord", func(t *testing.T) { testUpdateRecord(t, s) })
+	t.Run("WakeLog", func(t *testing.T) { testWakeLog(t, s) })
+	t.Run("History", func(t *testing.T) { testHistory(t, s) })
+	t.Run("HistoryWithin", func(t *testing.T) { testHistoryWithin(t, s) })
+	t.Run("Pending", func(t *testing.T) { testPending(t, s) })
+	t.Run("Prune", func(t *testing.T) { testPrune(t, s) })
+	t.Run("Closed", func(t *testing.T) { testClosed(t, s) })
+	t.Run("Leases", func(t *testing.T) { testLeases(t, s) })
+	t.Run("Turns", func(t *testing.T) { testTurns(t, s) })
+	t.Run("Replicas", func(t *testing.T) {
+		if s.Peer == nil {
+			t.Skip("the backend is held by one process: no replicas")
+		}
+		testReplicas(t, s)
+	})
+}
+
+// clock is a settable clock for a case.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+// open opens a store of s with a clock at T0 and ttl.
+func open(t *testing.T, s Suite, ttl time.Duration) (store.Backend, *clock) {
+	t.Helper()
+	c := &clock{now: T0}
+	return s.Open(t, Options{Now: c.Now, PendingTTL: ttl}), c
+}
+
+// must fails the test on err.
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// within runs fn with a context that ends after d.
+func within(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
+
+func testClosed(t *testing.T, s Suite) {
+	st, _ := open(t, s, 0)
+	must(t, st.Close())
+	if err := st.Close(); err != nil {
+		t.Errorf("second Close: %v, want nil", err)
+	}
+	calls := map[string]func() error{
+		"Record":    func() error { _, err := st.Record("qwen"); return err },
+		"PutRecord": func() error { return st.PutRecord(record("qwen")) },
+		"Records":   func() error { _, err := st.Records(); return err },
+		"PutRecordWake": func() error {
+			return st.PutRecordWake(record("qwen"), machines.Wake{RequestedAt: T0})
+		},
+		"Wakes": func() error { _, err := st.Wakes("qwen"); return err },
+		"UpdateRecord": func() error {
+			_, _, err := st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
+			return err
+		},
+		"History": func() error { _, err := st.History("s", 2); return err },
+		"HistoryWithin": func() error {
+			_, err := st.HistoryWithin("s", 2, 100)
+			return err
+		},
+		"AppendTurn": func() error { return st.AppendTurn("s", user("q"), assistant("a")) },
+		"Pending":    func() error { _, _, err := st.Pending("s"); return err },
+		"PutPending": func() error { return st.PutPending("s", pending("k")) },
+		"TakePending": func() error {
+			_, err := st.TakePending("s", "k")
+			return err
+		},
+		"Prune": func() error { _, err := st.Prune(context.Background(), T0, store.Retention{}); return err },
+		"StartPruning": func() error {
+			return st.StartPruning(store.Retention{}, time.Minute, nil)
+		},
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, store.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+}

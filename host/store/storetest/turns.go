@@ -1,0 +1,84 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/store"
+)
+
+// testTurns checks store.Turns across two replicas: one turn per session at
+// a time on any of them, a wait while one is finishing, and a dead
+// replica's turn lapsing after the lease.
+func testTurns(t *testing.T, s Suite) {
+	st, _ := open(t, s, 0)
+	if _, ok := st.(store.Turns); !ok {
+		t.Skip("the backend has no store.Turns: one host's slots are the rule")
+	}
+	if s.Peer == nil {
+		t.Fatal("a backend with store.Turns has replicas: Suite.Peer is nil")
+	}
+	a := st.(store.Turns)
+	b := s.Peer(t, st, Options{Now: time.Now}).(store.Turns)
+	ctx := context.Background()
+	take := func(who string, tu store.Turns, session string, want bool) {
+		t.Helper()
+		ok, err := tu.TakeTurn(ctx, session)
+		if err != nil || ok != want {
+			t.Errorf("%s's TakeTurn(%q) = %v, %v; want %v", who, session, ok, err, want)
+		}
+	}
+	take("A", a, "s", true)
+	take("A", a, "s", false) // its own turn runs
+	take("B", b, "s", false) // A's turn runs
+	take("B", b, "other", true)
+	time.Sleep(Lease + Lease/2) // a turn longer than the lease keeps its session
+	take("B", b, "s", false)
+
+	// Finishing: B's turn waits for A's to be stored, then runs.
+	must(t, a.FinishTurn("s"))
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	if ok, err := b.TakeTurn(short, "s"); err != nil || ok {
+		t.Errorf("B's TakeTurn while A's is finishing, until its context ended = %v, %v; want false", ok, err)
+	}
+	cancel()
+	got := make(chan bool, 1)
+	go func() {
+		ok, err := b.TakeTurn(ctx, "s")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- ok
+	}()
+	must(t, a.ReleaseTurn("s"))
+	select {
+	case ok := <-got:
+		if !ok {
+			t.Error("B's TakeTurn, waiting while A's finished, = false once A released it; want true")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("B's TakeTurn still waits 5 s after A released the session's turn")
+	}
+	take("A", a, "s", false) // now B's
+	must(t, b.ReleaseTurn("s"))
+	take("A", a, "s", true)
+
+	// A dies mid-turn: the session is free after the lease.
+	if s.Crash == nil {
+		return
+	}
+	s.Crash(st)
+	deadline := time.Now().Add(5 * Lease)
+	for {
+		ok, err := b.TakeTurn(ctx, "s")
+		must(t, err)
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the session's turn of a dead replica still held %v later (lease %v)", 5*Lease, Lease)
+		}
+		time.Sleep(Lease / 20)
+	}
+}
