@@ -48,8 +48,10 @@ screenshot:
 
 # The benchmark harness (host/cmd/wakebench): builds the binaries, runs the
 # simulator in-process and the real host as a child, and prints one Markdown
-# table (medians of 5 runs, about 1.5 minutes), after the micro-benchmarks.
-# BENCH_FLAGS=-quick for a smoke test, BENCH_FLAGS='-out bench.md' to keep it.
+# table (medians of 5 runs), then measurement 7's simulated days and
+# measurement 8's PostgreSQL rows, after the micro-benchmarks: about 6
+# minutes in all. BENCH_FLAGS=-quick for a smoke test, BENCH_FLAGS='-only 7'
+# (or 1-6, 2, 8) for one part, BENCH_FLAGS='-out bench.md' to keep it.
 BENCH_FLAGS ?=
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./machines/ ./engine/
