@@ -102,27 +102,39 @@ func (s *Server) run(t *turn) {
 			s.fail(t, &apiError{kind: kindInternal, message: "the host failed on this request"})
 		}
 	}()
+	pod, d, ok := s.answerOrDecide(t)
+	if !ok {
+		return
+	}
+	if s.cfg.Hold && holdable(d.To) {
+		s.hold(t, pod, d)
+		return
+	}
+	s.reply(t, d)
+}
+
+// answerOrDecide sends t to its model and relays the answer; a model that is
+// not ready goes to the wake coordinator, and its pod and the decision are
+// returned (ok) for the caller to answer. When ok is false t is answered:
+// the model's answer, or the failure.
+func (s *Server) answerOrDecide(t *turn) (pod string, d machines.Decision, ok bool) {
 	ctx := t.r.Context()
 	resp, err := t.p.Model.Stream(ctx, t.body)
 	if err == nil {
 		s.relay(t, resp, stateReady)
-		return
+		return "", machines.Decision{}, false
 	}
 	nr, ok := s.wakeable(t.p, err)
 	if !ok {
 		s.failed(t, err)
-		return
+		return "", machines.Decision{}, false
 	}
-	d, err := s.cfg.Wake.NotReady(ctx, nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading)
+	d, err = s.cfg.Wake.NotReady(ctx, nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading)
 	if err != nil {
 		s.failed(t, err)
-		return
+		return "", machines.Decision{}, false
 	}
-	if s.cfg.Hold && holdable(d.To) {
-		s.hold(t, nr.Pod, d)
-		return
-	}
-	s.reply(t, d)
+	return nr.Pod, d, true
 }
 
 // wakeable finds a not-ready error the machine may act on: retryable,

@@ -162,23 +162,9 @@ func (s *Server) runHeld(t *turn, pod string, began time.Time) bool {
 // is ready, else the machine's decision (the same as for /api/chat, which
 // may wake again when a wake is due).
 func (s *Server) answerAfterHold(t *turn) {
-	ctx := t.r.Context()
-	resp, err := t.p.Model.Stream(ctx, t.body)
-	if err == nil {
-		s.relay(t, resp, stateReady)
-		return
+	if _, d, ok := s.answerOrDecide(t); ok {
+		s.reply(t, d)
 	}
-	nr, ok := s.wakeable(t.p, err)
-	if !ok {
-		s.failed(t, err)
-		return
-	}
-	d, err := s.cfg.Wake.NotReady(ctx, nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading)
-	if err != nil {
-		s.failed(t, err)
-		return
-	}
-	s.reply(t, d)
 }
 
 func earliest(a, b time.Time) time.Time {
