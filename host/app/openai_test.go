@@ -20,6 +20,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/app"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
 // The OpenAI door, end to end: the official OpenAI Go SDK against the real
@@ -189,6 +190,20 @@ func stepThrough(c *clock.Fake, target time.Time, step time.Duration, waiters in
 	}
 }
 
+// streamsEnded waits until n of the model's streams have ended and returns
+// how many reached [DONE] and how many lost their client: the SDK reads
+// [DONE] before the model's handler counts it.
+func streamsEnded(t *testing.T, s *sim.Sim, n int) (done, cut int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	done, cut, err := s.AwaitStreams(ctx, n)
+	if err != nil {
+		t.Fatalf("%d of the model's streams ended (%d done, %d cut), want %d: %v", done+cut, done, cut, n, err)
+	}
+	return done, cut
+}
+
 // GET /v1/models answers from config while the pod sleeps, and wakes
 // nothing.
 func TestOpenAIModelsWhileAsleep(t *testing.T) {
@@ -260,8 +275,8 @@ func TestOpenAIWakeThroughTheSDK(t *testing.T) {
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests: %d, want 1", n)
 	}
-	if n := s.StreamsDone(); n != 1 {
-		t.Errorf("the model streamed %d answers to their end, want 1", n)
+	if done, cut := streamsEnded(t, s, 1); done != 1 || cut != 0 {
+		t.Errorf("the model streamed %d answers to their end and lost %d, want 1 and 0", done, cut)
 	}
 }
 
@@ -298,9 +313,8 @@ func TestOpenAIClientLeavesMidStream(t *testing.T) {
 	cancel()
 	st.Close()
 
-	e2e.WaitCount(t, "streams the model lost its client in", 1, s.StreamsCut, waitFor)
-	if n := s.StreamsDone(); n != 0 {
-		t.Errorf("the model streamed %d answers to their end, want 0", n)
+	if done, cut := streamsEnded(t, s, 1); done != 0 || cut != 1 {
+		t.Errorf("the model streamed %d answers to their end and lost %d, want 0 and 1", done, cut)
 	}
 }
 
@@ -346,8 +360,8 @@ func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
 	if r.err != nil || r.content != "echo: held" {
 		t.Errorf("held stream: %q, %v; want the model's echo", r.content, r.err)
 	}
-	if n := s.StreamsDone(); n != 1 {
-		t.Errorf("the model answered %d streams, want exactly 1: the held request ran once", n)
+	if done, cut := streamsEnded(t, s, 1); done != 1 || cut != 0 {
+		t.Errorf("the model answered %d streams and lost %d, want exactly 1 and 0: the held request ran once", done, cut)
 	}
 	h.log.WaitLine(t, "openai held request ran for pod qwen", 1, waitFor)
 }

@@ -56,7 +56,8 @@
 // the role, one chunk per word of the answer, a chunk with finish_reason
 // "stop", a usage chunk when stream_options.include_usage is set, then
 // data: [DONE], each flushed at once (SetStreamGap spaces the word chunks,
-// StreamsCut counts the streams whose client left before the end).
+// AwaitStreams waits for streams to end and counts those sent to the end
+// and those whose client left first).
 // Completions counts the completions the model answered, streamed or not.
 //
 // A start from asleep begins a new wake with a new pod id ("pod-1", "pod-2", …,

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,6 +14,9 @@ type streamState struct {
 	gap  time.Duration // real time between two word chunks
 	cut  int           // streams whose client left before [DONE]
 	done int           // streams that reached [DONE]
+	// ended is closed and replaced each time a stream ends; nil until a
+	// waiter needs it.
+	ended chan struct{}
 }
 
 // SetStreamGap makes a streamed answer wait d of real time (not on the
@@ -23,19 +27,31 @@ func (s *Sim) SetStreamGap(d time.Duration) {
 	s.stream.gap = d
 }
 
-// StreamsCut is how many streamed answers lost their client before their
-// end; StreamsDone how many were sent to the end.
-func (s *Sim) StreamsCut() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stream.cut
-}
-
-// StreamsDone is how many streamed answers were sent through to [DONE].
-func (s *Sim) StreamsDone() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stream.done
+// AwaitStreams waits until n streamed answers have ended, to [DONE] or cut
+// (their client left first), and returns how many were done and cut so far;
+// with n 0 it returns them at once. A client reads [DONE]
+// before the model's handler counts it, so a test that wants the count
+// after its stream ends waits here. It returns ctx's error if they have
+// not ended by then.
+func (s *Sim) AwaitStreams(ctx context.Context, n int) (done, cut int, err error) {
+	for {
+		s.mu.Lock()
+		done, cut = s.stream.done, s.stream.cut
+		if done+cut >= n {
+			s.mu.Unlock()
+			return done, cut, nil
+		}
+		if s.stream.ended == nil {
+			s.stream.ended = make(chan struct{})
+		}
+		ended := s.stream.ended
+		s.mu.Unlock()
+		select {
+		case <-ended:
+		case <-ctx.Done():
+			return done, cut, ctx.Err()
+		}
+	}
 }
 
 type streamChunk struct {
@@ -112,6 +128,10 @@ func (s *Sim) writeStream(w http.ResponseWriter, r *http.Request, id string, cre
 		s.stream.done++
 	} else {
 		s.stream.cut++
+	}
+	if s.stream.ended != nil {
+		close(s.stream.ended)
+		s.stream.ended = nil
 	}
 	s.mu.Unlock()
 }
