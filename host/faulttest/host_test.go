@@ -21,7 +21,10 @@ const (
 	keyEnv      = "QWEN_API_KEY"
 )
 
-// The timeouts of every row's wake.toml.
+// The timeouts of every row's wake.toml: short, so that the rows of a
+// conductor, plugin or model that hangs end quickly. A row whose turns are
+// slow for their size rather than for a fault sets its own completion
+// timeout (row.completionTimeout).
 const (
 	lookupTimeout     = 300 * time.Millisecond
 	startTimeout      = 300 * time.Millisecond
@@ -45,6 +48,8 @@ type env struct {
 
 	// gpuPlugin and providerPlugin name the plugin binaries in binDir.
 	gpuPlugin, providerPlugin string
+	// completionTimeout is the hosts' [agent] completion timeout.
+	completionTimeout time.Duration
 
 	bodies e2e.Bodies // every response body any host of the row gave
 }
@@ -52,13 +57,14 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	return &env{
-		clock:          clock.NewFake(t0),
-		cond:           newServer(t),
-		model:          newServer(t),
-		dataDir:        filepath.Join(t.TempDir(), "data"),
-		log:            &e2e.Log{OperatorOnly: true},
-		gpuPlugin:      e2e.ConductorBin,
-		providerPlugin: e2e.ProviderBin,
+		clock:             clock.NewFake(t0),
+		cond:              newServer(t),
+		model:             newServer(t),
+		dataDir:           filepath.Join(t.TempDir(), "data"),
+		log:               &e2e.Log{OperatorOnly: true},
+		gpuPlugin:         e2e.ConductorBin,
+		providerPlugin:    e2e.ProviderBin,
+		completionTimeout: completionTimeout,
 	}
 }
 
@@ -82,7 +88,7 @@ func (e *env) options(t *testing.T) app.Options {
 			ConductorURL:      e.cond.url,
 			LookupTimeout:     lookupTimeout,
 			StartTimeout:      startTimeout,
-			CompletionTimeout: completionTimeout,
+			CompletionTimeout: e.completionTimeout,
 			ProviderPlugin:    e.providerPlugin,
 			APIKeyEnv:         keyEnv,
 		}),

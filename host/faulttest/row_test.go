@@ -45,6 +45,9 @@ type row struct {
 	// turnTimeout is the client's patience with the fault turn (default
 	// 10s).
 	turnTimeout time.Duration
+	// completionTimeout replaces the hosts' completion timeout (default
+	// completionTimeout).
+	completionTimeout time.Duration
 
 	// lines are the operator lines the fault must produce; absent are
 	// message prefixes no line may start with.
@@ -93,6 +96,9 @@ func runRow(t *testing.T, r row) {
 	if r.providerPlugin != "" {
 		e.providerPlugin = r.providerPlugin
 	}
+	if r.completionTimeout != 0 {
+		e.completionTimeout = r.completionTimeout
+	}
 	if r.startErr != nil {
 		runStartupRow(t, e, r)
 		return
@@ -111,7 +117,7 @@ func runRow(t *testing.T, r row) {
 	for i, m := range r.largeTurns {
 		got := h.chat(t, session, m)
 		if want := replyBody(session, echo(m)); got.Status != http.StatusOK || got.Body != want {
-			t.Fatalf("large turn %d: %d, %d bytes, want 200 with its echo", i+1, got.Status, len(got.Body))
+			t.Fatalf("large turn %d: %d, %d bytes, want 200 with its echo; the log:\n%s", i+1, got.Status, len(got.Body), e.log)
 		}
 	}
 
