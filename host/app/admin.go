@@ -2,17 +2,15 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"path"
-	"strconv"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/chat"
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/host/status"
 )
 
@@ -36,7 +34,7 @@ func (a *App) adminRoutes() http.Handler {
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", http.MethodGet)
-			writeAdminError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
+			jsonhttp.Error(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
 			return
 		}
 		metrics.ServeHTTP(w, r)
@@ -47,50 +45,13 @@ func (a *App) adminRoutes() http.Handler {
 	// the main listener this path never comes here (it is not isAdminPath):
 	// the API serves it.
 	mux.Handle("/api/pods/{name}/events", a.server.Handler())
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeAdminError(w, http.StatusNotFound, adminNoEndpoint(r))
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// ServeMux answers an unclean path with an HTML redirect.
-		if p := r.URL.Path; p == "" || path.Clean(p) != p {
-			writeAdminError(w, http.StatusNotFound, adminNoEndpoint(r))
-			return
-		}
-		mux.ServeHTTP(w, r)
+	return jsonhttp.Guard(mux, func(w http.ResponseWriter, r *http.Request) {
+		jsonhttp.Error(w, http.StatusNotFound, jsonhttp.NoEndpoint(r, adminServes))
 	})
 }
 
-// adminNoEndpoint names the missing endpoint when its path is plain (the
-// client's text is never echoed otherwise).
-func adminNoEndpoint(r *http.Request) string {
-	const serves = "this address serves GET /metrics, the status page (GET /, its parts under /status/) and the pod event streams (GET /api/pods/{name}/events)"
-	if plainPath(r.URL.Path) {
-		return "no such endpoint: " + r.Method + " " + r.URL.Path + "; " + serves
-	}
-	return "no such endpoint; " + serves
-}
-
-func plainPath(p string) bool {
-	if len(p) == 0 || len(p) > 128 || p[0] != '/' {
-		return false
-	}
-	for _, c := range p {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '/' || c == '_' || c == '.' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-func writeAdminError(w http.ResponseWriter, status int, msg string) {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	b = append(b, '\n')
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	w.Write(b)
-}
+// adminServes is what a 404 on admin_listen says the address serves.
+const adminServes = "this address serves GET /metrics, the status page (GET /, its parts under /status/) and the pod event streams (GET /api/pods/{name}/events)"
 
 // listenAdmin opens [server] admin_listen, when it is set, and builds the
 // server that serves the operators' surface there.

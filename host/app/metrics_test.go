@@ -208,6 +208,9 @@ func TestMetricsOverAWake(t *testing.T) {
 	}
 }
 
+// apiServes is what the main listener's API says it serves.
+const apiServes = "the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"
+
 // adminServes is what the admin address says it serves.
 const adminServes = "this address serves GET /metrics, the status page (GET /, its parts under /status/) and the pod event streams (GET /api/pods/{name}/events)"
 
@@ -315,9 +318,9 @@ func TestAdminListen(t *testing.T) {
 		status      int
 		msg         string
 	}{
-		{http.MethodGet, h.Base + "/metrics", http.StatusNotFound, "no such endpoint: GET /metrics"},
-		{http.MethodGet, h.Base + "/", http.StatusNotFound, "no such endpoint: GET /"},
-		{http.MethodGet, h.Base + "/status/plugins", http.StatusNotFound, "no such endpoint: GET /status/plugins"},
+		{http.MethodGet, h.Base + "/metrics", http.StatusNotFound, "no such endpoint: GET /metrics; " + apiServes},
+		{http.MethodGet, h.Base + "/", http.StatusNotFound, "no such endpoint: GET /; " + apiServes},
+		{http.MethodGet, h.Base + "/status/plugins", http.StatusNotFound, "no such endpoint: GET /status/plugins; " + apiServes},
 		{http.MethodGet, admin + "/api/pods/qwen", http.StatusNotFound, "no such endpoint: GET /api/pods/qwen; " + adminServes},
 		{http.MethodPost, admin + "/api/chat", http.StatusNotFound, "no such endpoint: POST /api/chat; " + adminServes},
 		{http.MethodPost, admin + "/metrics", http.StatusMethodNotAllowed, "method POST not allowed; use GET"},

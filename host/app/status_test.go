@@ -59,9 +59,9 @@ func TestStatusPage(t *testing.T) {
 		status       int
 		body         string
 	}{
-		{"GET", "/index.html", 404, `{"error":"no such endpoint: GET /index.html"}`},
-		{"GET", "/api/nothing", 404, `{"error":"no such endpoint: GET /api/nothing"}`},
-		{"GET", "/status", 404, `{"error":"no such endpoint: GET /status"}`},
+		{"GET", "/index.html", 404, `{"error":"no such endpoint: GET /index.html; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}`},
+		{"GET", "/api/nothing", 404, `{"error":"no such endpoint: GET /api/nothing; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}`},
+		{"GET", "/status", 404, `{"error":"no such endpoint: GET /status; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}`},
 		{"GET", "/status/nothing", 404, `{"error":"no such endpoint: GET /status/nothing; the status page is GET / with its parts under /status/"}`},
 		{"POST", "/", 405, `{"error":"method POST not allowed; use GET"}`},
 		{"GET", "/status/pods/llama", 404, `{"error":"no such pod on this page"}`},

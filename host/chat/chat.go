@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
@@ -55,7 +56,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var re *requestError
 		errors.As(err, &re)
-		writeError(w, re.Status, re.Msg)
+		jsonhttp.Error(w, re.Status, re.Msg)
 		count(requestResult(re.Status))
 		return
 	}
@@ -63,7 +64,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		req.SessionID = s.cfg.NewToken()
 	}
 	if !s.slots.take(r.Context(), req.SessionID) {
-		writeError(w, http.StatusConflict, busy)
+		jsonhttp.Error(w, http.StatusConflict, busy)
 		count(metrics.ResultConflict)
 		return
 	}
@@ -131,7 +132,7 @@ func (s *Server) legacy(w http.ResponseWriter, ctx context.Context, req request)
 	if done {
 		return result
 	}
-	writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID})
+	jsonhttp.Write(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID})
 	return string(d.Reply)
 }
 
@@ -156,7 +157,7 @@ func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) s
 	if err := s.cfg.Pending.PutPending(req.SessionID, p); err != nil {
 		return s.failed(w, ctx, req.SessionID, err)
 	}
-	writeJSON(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID, PendingWake: wirePending(p)})
+	jsonhttp.Write(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID, PendingWake: wirePending(p)})
 	return string(d.Reply)
 }
 
@@ -187,31 +188,31 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 	case err != nil:
 		return s.failed(w, ctx, req.SessionID, err)
 	case !ok:
-		writeError(w, http.StatusConflict, "no pending wake for this session")
+		jsonhttp.Error(w, http.StatusConflict, "no pending wake for this session")
 		return metrics.ResultConflict
 	case p.Key != req.PendingWake:
-		writeError(w, http.StatusConflict, "pendingWake does not match this session's pending wake")
+		jsonhttp.Error(w, http.StatusConflict, "pendingWake does not match this session's pending wake")
 		return metrics.ResultConflict
 	}
 	if _, ok := s.cfg.Pods[p.Pod]; !ok {
 		s.cfg.Logger.Error("resume: pinned pod is no longer configured", "session", req.SessionID, "pod", p.Pod)
-		writeError(w, http.StatusConflict, "the pod this wake was pinned to is no longer configured")
+		jsonhttp.Error(w, http.StatusConflict, "the pod this wake was pinned to is no longer configured")
 		return metrics.ResultConflict
 	}
 	if !s.cfg.Agent.Has(p.Provider) {
 		s.cfg.Logger.Error("resume: pinned provider is no longer configured", "session", req.SessionID, "provider", p.Provider)
-		writeError(w, http.StatusConflict, "the provider this wake was pinned to is no longer configured")
+		jsonhttp.Error(w, http.StatusConflict, "the provider this wake was pinned to is no longer configured")
 		return metrics.ResultConflict
 	}
 	if rec, view, fresh := s.readiness(ctx, p.Pod); !fresh {
 		key, text := s.describe(rec, view)
-		writeJSON(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
+		jsonhttp.Write(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
 		return key
 	}
 	// The key is consumed before the turn runs: a turn that ran, whatever
 	// its outcome, can never be resumed twice.
 	if _, err := s.cfg.Pending.TakePending(req.SessionID, p.Key); err != nil {
-		writeError(w, http.StatusConflict, "no pending wake for this session")
+		jsonhttp.Error(w, http.StatusConflict, "no pending wake for this session")
 		return metrics.ResultConflict
 	}
 	res, err := s.cfg.Agent.ProcessOn(ctx, req.SessionID, req.Message, p.Provider, s.cfg.Once)
@@ -240,7 +241,7 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 			key, text = s.describe(rec, view)
 		}
 		s.cfg.Logger.Warn("resume: the pod stopped before the turn ran; pending wake kept", "session", req.SessionID, "pod", p.Pod)
-		writeJSON(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
+		jsonhttp.Write(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
 		return key
 	}
 	return s.failed(w, ctx, req.SessionID, err)
@@ -309,7 +310,7 @@ func (s *Server) wakeable(err error) (*resolve.NotReadyError, bool) {
 func (s *Server) failed(w http.ResponseWriter, ctx context.Context, session string, err error) string {
 	if errors.Is(context.Cause(ctx), ErrShutdown) {
 		s.cfg.Logger.Warn("turn cut by shutdown", "session", session, "err", logErr{err})
-		writeError(w, http.StatusServiceUnavailable, "the host shut down before this turn finished")
+		jsonhttp.Error(w, http.StatusServiceUnavailable, "the host shut down before this turn finished")
 		return metrics.ResultShutdown
 	}
 	s.cfg.Logger.Error("turn failed", "session", session, "err", logErr{err})
@@ -329,7 +330,7 @@ func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) 
 	// the moment it reads the reply, and that turn must wait, not get a 409.
 	s.slots.finish(req.SessionID, func() error { return s.cfg.Agent.Remember(req.SessionID, req.Message, res) })
 	s.finishTurn(req.SessionID)
-	writeJSON(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
+	jsonhttp.Write(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
 	http.NewResponseController(w).Flush() // the reply leaves now, not when the handler returns
 	return metrics.ResultAnswered
 }
@@ -389,7 +390,7 @@ func (s *Server) takeTurn(w http.ResponseWriter, ctx context.Context, session st
 	case err != nil:
 		return s.failed(w, ctx, session, err), false
 	case !ok:
-		writeError(w, http.StatusConflict, busy)
+		jsonhttp.Error(w, http.StatusConflict, busy)
 		return metrics.ResultConflict, false
 	}
 	return "", true

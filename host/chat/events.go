@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/events"
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/machines"
 )
 
@@ -85,11 +86,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	name := r.PathValue("name")
 	if _, ok := s.cfg.Pods[name]; !ok {
-		writeError(w, http.StatusNotFound, unknownPod(name))
+		jsonhttp.Error(w, http.StatusNotFound, unknownPod(name))
 		return
 	}
 	if s.cfg.Events == nil {
-		writeError(w, http.StatusServiceUnavailable, "the pod event stream is not available")
+		jsonhttp.Error(w, http.StatusServiceUnavailable, "the pod event stream is not available")
 		return
 	}
 	h := w.Header()

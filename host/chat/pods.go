@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/machines"
 )
 
@@ -38,7 +39,7 @@ func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	view, ok := s.cfg.Pods[name]
 	if !ok {
-		writeError(w, http.StatusNotFound, unknownPod(name))
+		jsonhttp.Error(w, http.StatusNotFound, unknownPod(name))
 		return
 	}
 	// Lookup first: what the conductor says reaches the machine (through
@@ -48,7 +49,7 @@ func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
 	rec, err := s.cfg.Wake.Record(name)
 	if err != nil {
 		s.cfg.Logger.Error("reading the pod record", "pod", name, "err", err)
-		writeError(w, http.StatusInternalServerError, "the pod's record could not be read")
+		jsonhttp.Error(w, http.StatusInternalServerError, "the pod's record could not be read")
 		return
 	}
 	rep := podReport{Pod: name, Lookup: machines.LookupUnreadable, FromCache: true}
@@ -78,7 +79,7 @@ func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
 		at, left := at.UTC(), int64((remaining+time.Second-1)/time.Second)
 		rep.EtaAt, rep.EtaSeconds = &at, &left
 	}
-	writeJSON(w, http.StatusOK, rep)
+	jsonhttp.Write(w, http.StatusOK, rep)
 }
 
 var podNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)

@@ -247,14 +247,14 @@ func TestRoutes(t *testing.T) {
 		wantBody   string
 		wantAllow  string
 	}{
-		{"unknown route", h.api, http.MethodGet, "/api/nope", 404, `{"error":"no such endpoint: GET /api/nope"}` + "\n", ""},
+		{"unknown route", h.api, http.MethodGet, "/api/nope", 404, `{"error":"no such endpoint: GET /api/nope; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
 		// Not ServeMux's HTML redirect to the clean path: JSON like every answer.
-		{"unclean path", h.api, http.MethodPost, "/api//chat", 404, `{"error":"no such endpoint: POST /api//chat"}` + "\n", ""},
-		{"dot segments", h.api, http.MethodGet, "/api/pods/../healthz", 404, `{"error":"no such endpoint: GET /api/pods/../healthz"}` + "\n", ""},
-		{"root", h.api, http.MethodGet, "/", 404, `{"error":"no such endpoint: GET /"}` + "\n", ""},
+		{"unclean path", h.api, http.MethodPost, "/api//chat", 404, `{"error":"no such endpoint: POST /api//chat; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
+		{"dot segments", h.api, http.MethodGet, "/api/pods/../healthz", 404, `{"error":"no such endpoint: GET /api/pods/../healthz; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
+		{"root", h.api, http.MethodGet, "/", 404, `{"error":"no such endpoint: GET /; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
 		// The host never offers a start: waking is the policy's alone.
 		{"no start route", h.api, http.MethodPost, "/api/pods/qwen/start", 404,
-			`{"error":"no such endpoint: POST /api/pods/qwen/start"}` + "\n", ""},
+			`{"error":"no such endpoint: POST /api/pods/qwen/start; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
 		{"healthz", h.api, http.MethodGet, "/healthz", 200, `{"status":"ok"}` + "\n", ""},
 		{"healthz POST", h.api, http.MethodPost, "/healthz", 405, `{"error":"method POST not allowed; use GET"}` + "\n", "GET"},
 		{"readyz without a check", h.api, http.MethodGet, "/readyz", 200, `{"status":"ready"}` + "\n", ""},

@@ -7,13 +7,11 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"path"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
@@ -117,23 +115,16 @@ func (s *Server) Handler() http.Handler {
 		if !allow(w, r, http.MethodGet) {
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		jsonhttp.Write(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("/readyz", s.handleReady)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, noEndpoint(r))
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// ServeMux answers an unclean path (/api//chat, /api/chat/../chat)
-		// with a redirect whose body is HTML, and a path that is not one
-		// (OPTIONS *) with a plain-text 400; every answer here is JSON.
-		if p := r.URL.Path; !strings.HasPrefix(p, "/") || path.Clean(p) != p {
-			writeError(w, http.StatusNotFound, noEndpoint(r))
-			return
-		}
-		mux.ServeHTTP(w, r)
+	return jsonhttp.Guard(mux, func(w http.ResponseWriter, r *http.Request) {
+		jsonhttp.Error(w, http.StatusNotFound, jsonhttp.NoEndpoint(r, serves))
 	})
 }
+
+// serves is what a 404 of the API says it serves.
+const serves = "the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	if !allow(w, r, http.MethodGet) {
@@ -141,11 +132,11 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+			jsonhttp.Write(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
 			return
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	jsonhttp.Write(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // Wait returns when session has no turn in flight: a turn that answered
@@ -162,7 +153,7 @@ func allow(w http.ResponseWriter, r *http.Request, method string) bool {
 		return true
 	}
 	w.Header().Set("Allow", method)
-	writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use "+method)
+	jsonhttp.Error(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use "+method)
 	return false
 }
 
@@ -170,15 +161,4 @@ func randomToken() string {
 	var b [16]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-var plainPath = regexp.MustCompile(`^/[A-Za-z0-9/_.-]{0,127}$`)
-
-// noEndpoint names the missing endpoint when its path is plain, and only
-// then: anything else is the client's text and could be a URL.
-func noEndpoint(r *http.Request) string {
-	if plainPath.MatchString(r.URL.Path) {
-		return "no such endpoint: " + r.Method + " " + r.URL.Path
-	}
-	return "no such endpoint; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"
 }

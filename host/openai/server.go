@@ -6,12 +6,11 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
-	"path"
-	"regexp"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/events"
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/machines"
@@ -152,17 +151,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/v1/models", s.handleModels)
 	mux.HandleFunc("/v1/models/{model}", s.handleModel)
 	mux.HandleFunc("/v1/chat/completions", s.handleCompletions)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, &apiError{kind: kindNotFound, message: noEndpoint(r)})
-	})
-	clean := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// ServeMux answers an unclean path (/v1//models) with a redirect
-		// whose body is HTML; every answer here is JSON.
-		if p := r.URL.Path; p == "" || path.Clean(p) != p {
-			writeError(w, &apiError{kind: kindNotFound, message: noEndpoint(r)})
-			return
-		}
-		mux.ServeHTTP(w, r)
+	clean := jsonhttp.Guard(mux, func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &apiError{kind: kindNotFound, message: jsonhttp.NoEndpoint(r, serves)})
 	})
 	return s.cors.wrap(s.auth.wrap(clean))
 }
@@ -177,16 +167,8 @@ func allow(w http.ResponseWriter, r *http.Request, method string) bool {
 	return false
 }
 
-var plainPath = regexp.MustCompile(`^/[A-Za-z0-9/_.-]{0,127}$`)
-
-// noEndpoint names the missing endpoint when its path is plain, and only
-// then: anything else is the client's text and could be a URL.
-func noEndpoint(r *http.Request) string {
-	if plainPath.MatchString(r.URL.Path) {
-		return "no such endpoint: " + r.Method + " " + r.URL.Path + "; the door serves GET /v1/models and POST /v1/chat/completions"
-	}
-	return "no such endpoint; the door serves GET /v1/models and POST /v1/chat/completions"
-}
+// serves is what the door's 404 says it serves.
+const serves = "the door serves GET /v1/models and POST /v1/chat/completions"
 
 // randomID is 24 hex digits from crypto/rand, which never fails.
 func randomID() string {

@@ -3,12 +3,10 @@ package status
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"html/template"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/events"
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/host/supervisor"
 	"github.com/wakeonchat/wakeonchat/machines"
 )
@@ -123,18 +122,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc(Prefix+"pods/{name}", s.handlePod)
 	mux.HandleFunc(Prefix+"plugins", s.handlePlugins)
 	mux.HandleFunc(Prefix+"static/{file}", s.handleStatic)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, noEndpoint(r))
-	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// ServeMux answers an unclean path with an HTML redirect.
-		if p := r.URL.Path; !strings.HasPrefix(p, "/") || path.Clean(p) != p {
-			writeError(w, http.StatusNotFound, noEndpoint(r))
-			return
-		}
-		mux.ServeHTTP(w, r)
+	return jsonhttp.Guard(mux, func(w http.ResponseWriter, r *http.Request) {
+		jsonhttp.Error(w, http.StatusNotFound, jsonhttp.NoEndpoint(r, serves))
 	})
 }
+
+// serves is what a 404 of the page's server says it serves.
+const serves = "the status page is GET / with its parts under /status/"
 
 func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 	if !allowGet(w, r) {
@@ -159,7 +153,7 @@ func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
 	}
 	name := r.PathValue("name")
 	if !s.configured(name) {
-		writeError(w, http.StatusNotFound, "no such pod on this page")
+		jsonhttp.Error(w, http.StatusNotFound, "no such pod on this page")
 		return
 	}
 	s.render(w, "pod", s.pod(name, s.cfg.Clock.Now()))
@@ -179,12 +173,12 @@ func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("file")
 	ctype, ok := static[name]
 	if !ok {
-		writeError(w, http.StatusNotFound, "no such asset")
+		jsonhttp.Error(w, http.StatusNotFound, "no such asset")
 		return
 	}
 	b, err := assets.ReadFile("assets/" + name)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, "the asset could not be read")
+		jsonhttp.Error(w, http.StatusInternalServerError, "the asset could not be read")
 		return
 	}
 	h := w.Header()
@@ -213,7 +207,7 @@ func (s *Server) render(w http.ResponseWriter, name string, v any) {
 	var b bytes.Buffer
 	if err := templates.ExecuteTemplate(&b, name, v); err != nil {
 		s.cfg.Logger.Error("status page: a template failed", "template", name, "err", err)
-		writeError(w, http.StatusInternalServerError, "the status page could not be rendered")
+		jsonhttp.Error(w, http.StatusInternalServerError, "the status page could not be rendered")
 		return
 	}
 	h := w.Header()
@@ -235,41 +229,8 @@ func allowGet(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	w.Header().Set("Allow", "GET, HEAD")
-	writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
+	jsonhttp.Error(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
 	return false
-}
-
-// noEndpoint names the missing path when it is plain, and only then: any
-// other path is the client's text.
-func noEndpoint(r *http.Request) string {
-	const serves = "the status page is GET / with its parts under /status/"
-	if p := r.URL.Path; plain(p) {
-		return "no such endpoint: " + r.Method + " " + p + "; " + serves
-	}
-	return "no such endpoint; " + serves
-}
-
-func plain(p string) bool {
-	if len(p) == 0 || len(p) > 128 || p[0] != '/' {
-		return false
-	}
-	for _, c := range p {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("/_.-", c)) {
-			return false
-		}
-	}
-	return true
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	b = append(b, '\n')
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	w.Write(b)
 }
 
 // eventsPath is pod's event stream (host/chat serves it).

@@ -1,0 +1,112 @@
+package jsonhttp_test
+
+import (
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
+)
+
+type answer struct {
+	Status      int
+	ContentType string
+	Length      string
+	NoSniff     string
+	Body        string
+}
+
+func record(h http.Handler, method, target string) answer {
+	r := httptest.NewRequest(method, "http://host/", nil)
+	r.URL.Path = target // httptest.NewRequest would reject "*"
+	r.RequestURI = target
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return answer{w.Code, w.Header().Get("Content-Type"), w.Header().Get("Content-Length"),
+		w.Header().Get("X-Content-Type-Options"), w.Body.String()}
+}
+
+func TestWrite(t *testing.T) {
+	tests := []struct {
+		name   string
+		write  func(http.ResponseWriter)
+		status int
+		body   string
+	}{
+		{"a value", func(w http.ResponseWriter) { jsonhttp.Write(w, 200, map[string]int{"n": 1}) }, 200, `{"n":1}` + "\n"},
+		{"an error", func(w http.ResponseWriter) { jsonhttp.Error(w, 409, `busy "s"`) }, 409, `{"error":"busy \"s\""}` + "\n"},
+		{"a value that does not marshal", func(w http.ResponseWriter) { jsonhttp.Write(w, 200, math.Inf(1)) }, 500, `{"error":"internal error"}` + "\n"},
+		{"raw", func(w http.ResponseWriter) { jsonhttp.WriteRaw(w, 502, []byte(`{"error":"x"}`)) }, 502, `{"error":"x"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			tt.write(w)
+			got := answer{w.Code, w.Header().Get("Content-Type"), w.Header().Get("Content-Length"),
+				w.Header().Get("X-Content-Type-Options"), w.Body.String()}
+			want := answer{tt.status, "application/json", strconv.Itoa(len(tt.body)), "nosniff", tt.body}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPlainPath(t *testing.T) {
+	tests := map[string]bool{
+		"/":                            true,
+		"/api/pods/qwen-2.5_b":         true,
+		"/" + strings.Repeat("a", 127): true,
+		"/" + strings.Repeat("a", 128): false,
+		"":                             false,
+		"api":                          false,
+		"*":                            false,
+		"/a b":                         false,
+		"/<script>":                    false,
+		"/http:":                       false,
+		"/é":                           false,
+		"/a?b":                         false,
+	}
+	for p, want := range tests {
+		if got := jsonhttp.PlainPath(p); got != want {
+			t.Errorf("PlainPath(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
+
+// The guard answers every path the mux would answer itself, and every path
+// it routes nowhere, with notFound; the routed paths reach their handler.
+func TestGuard(t *testing.T) {
+	const serves = "this serves GET /a"
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /a", func(w http.ResponseWriter, r *http.Request) { jsonhttp.Write(w, 200, "a") })
+	h := jsonhttp.Guard(mux, func(w http.ResponseWriter, r *http.Request) {
+		jsonhttp.Error(w, http.StatusNotFound, jsonhttp.NoEndpoint(r, serves))
+	})
+	notFound := func(msg string) answer {
+		body := `{"error":"` + msg + `"}` + "\n"
+		return answer{404, "application/json", strconv.Itoa(len(body)), "nosniff", body}
+	}
+	tests := []struct {
+		method, path string
+		want         answer
+	}{
+		{"GET", "/a", answer{200, "application/json", "4", "nosniff", `"a"` + "\n"}},
+		{"GET", "/b", notFound("no such endpoint: GET /b; " + serves)},
+		{"GET", "//a", notFound("no such endpoint: GET //a; " + serves)},
+		{"GET", "/b/../a", notFound("no such endpoint: GET /b/../a; " + serves)},
+		{"GET", "/a/", notFound("no such endpoint: GET /a/; " + serves)},
+		{"OPTIONS", "*", notFound("no such endpoint; " + serves)},
+		{"GET", "/<b>", notFound("no such endpoint; " + serves)},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, record(h, tt.method, tt.path)); diff != "" {
+			t.Errorf("%s %s (-want +got):\n%s", tt.method, tt.path, diff)
+		}
+	}
+}
