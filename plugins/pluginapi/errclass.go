@@ -10,6 +10,10 @@ import (
 	"syscall"
 )
 
+// ClassTransport is ErrorClass's class for a transport error of no kind it
+// names.
+const ClassTransport = "transport error"
+
 // ErrorClass returns a short class for a transport error, for
 // StartResult.Error and the messages of LookupError and CompletionError:
 // "ECONNREFUSED", "ECONNRESET", "EHOSTUNREACH", "ENETUNREACH", "EPIPE",
@@ -52,5 +56,5 @@ func ErrorClass(err error) string {
 	case errors.As(err, &netErr) && netErr.Timeout():
 		return "ETIMEDOUT"
 	}
-	return "transport error"
+	return ClassTransport
 }

@@ -1,15 +1,11 @@
 package postgres
 
 import (
-	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
-	"io"
-	"net"
-	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
 // Error is a database failure as the host may show it: what the store was
@@ -38,42 +34,22 @@ func dbErr(op string, err error) error {
 }
 
 // class says in a few words what kind of failure err is, without any of
-// its text.
+// its text: the server's SQLSTATE, else the transport's class as the
+// plugins name it (pluginapi.ErrorClass: "ECONNREFUSED", "DNS",
+// "ETIMEDOUT", "EOF", ...), else whether pgx calls it a connection that
+// failed before anything was sent.
 func class(err error) string {
 	var pgErr *pgconn.PgError
-	var dnsErr *net.DNSError
-	var certErr *tls.CertificateVerificationError
-	var unknownAuthority x509.UnknownAuthorityError
-	var netErr net.Error
-	switch {
-	case errors.As(err, &pgErr):
+	if errors.As(err, &pgErr) {
 		if name, ok := sqlStates[pgErr.Code]; ok {
 			return "SQLSTATE " + pgErr.Code + " (" + name + ")"
 		}
 		return "SQLSTATE " + pgErr.Code
-	case errors.Is(err, context.DeadlineExceeded):
-		return "timed out"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.As(err, &dnsErr):
-		return "DNS lookup failed"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "ECONNREFUSED"
-	case errors.Is(err, syscall.ECONNRESET):
-		return "ECONNRESET"
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return "unreachable network"
-	case errors.Is(err, syscall.EPIPE):
-		return "EPIPE"
-	case errors.Is(err, syscall.ETIMEDOUT):
-		return "ETIMEDOUT"
-	case errors.As(err, &certErr), errors.As(err, &unknownAuthority):
-		return "TLS"
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "connection closed"
-	case errors.As(err, &netErr) && netErr.Timeout():
-		return "timed out"
-	case pgconn.SafeToRetry(err):
+	}
+	if c := pluginapi.ErrorClass(err); c != pluginapi.ClassTransport {
+		return c
+	}
+	if pgconn.SafeToRetry(err) {
 		return "connection failed"
 	}
 	return "failure"
