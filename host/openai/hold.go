@@ -142,10 +142,11 @@ func (s *Server) hold(t *turn, pod string, d machines.Decision) {
 // completion provably never reached a model (the pod stopped before it ran):
 // the request is still held.
 func (s *Server) runHeld(t *turn, pod string, began time.Time) bool {
+	heldFor := s.cfg.Clock.Now().Sub(began) // until it ran, not until the model's head came
 	resp, err := t.p.Model.StreamOnce(t.r.Context(), t.body)
 	if err == nil {
 		s.cfg.Logger.Info("openai held request ran for pod "+pod, "pod", pod, "provider", t.p.Name,
-			"heldFor", s.cfg.Clock.Now().Sub(began).Round(time.Second).String())
+			"heldFor", heldFor.Round(time.Second).String())
 		s.relay(t, resp, stateReady)
 		return true
 	}
