@@ -1,6 +1,7 @@
 // Package binaries builds wake-on-chat's executables from source with the go
 // command: the host and its two plugins, by the names wake.toml's defaults
-// give them. The end-to-end tests and the benchmark harness use it; the
+// give them, and asks the go command which of the module's packages import
+// a package. The end-to-end tests and the benchmark harness use it; the
 // host itself never does.
 package binaries
 
@@ -59,4 +60,29 @@ func Build(ctx context.Context, dir string, extra ...string) error {
 		return fmt.Errorf("building the binaries: %w\n%s", err, out)
 	}
 	return nil
+}
+
+// Importers lists the module's packages whose non-test files import pkg
+// (an import path), as go list reports them.
+func Importers(ctx context.Context, pkg string) ([]string, error) {
+	root, err := ModuleRoot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "go", "list", "-e", "-f", "{{.ImportPath}}{{range .Imports}} {{.}}{{end}}", "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("go list: %w", err)
+	}
+	var importers []string
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		for _, imp := range fields[min(1, len(fields)):] {
+			if imp == pkg {
+				importers = append(importers, fields[0])
+			}
+		}
+	}
+	return importers, nil
 }
