@@ -3,7 +3,6 @@ package app_test
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -21,10 +20,8 @@ import (
 func TestMeasuredEstimate(t *testing.T) {
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk, BootDelay: 3 * time.Minute, LoadDelay: time.Minute, IdleStop: 5 * time.Minute})
-	srv := httptest.NewServer(s.Handler())
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { s.Close() }) // first: it releases held starts
-	opts := hostOptions{conductorURL: srv.URL, apiKeyEnv: keyEnv, env: map[string]string{keyEnv: "e2e-key"}, clock: clk,
+	simURL := serveSim(t, s, s.Handler())
+	opts := hostOptions{conductorURL: simURL, apiKeyEnv: keyEnv, env: map[string]string{keyEnv: "e2e-key"}, clock: clk,
 		dataDir: t.TempDir()}
 	h := startHost(t, opts)
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -213,11 +212,9 @@ func TestEventSubscribersCostNoLookups(t *testing.T) {
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	cc := &countingConductor{sim: s}
-	srv := httptest.NewServer(cc)
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { s.Close() }) // first: it releases held starts
+	simURL := serveSim(t, s, cc)
 	h := startHost(t, hostOptions{
-		conductorURL: srv.URL,
+		conductorURL: simURL,
 		apiKeyEnv:    keyEnv,
 		env:          map[string]string{keyEnv: "e2e-key"},
 		clock:        clk,

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -127,6 +128,18 @@ func startHost(t *testing.T, o hostOptions) *testHost {
 }
 
 // sim is the app's built-in simulator.
+// serveSim serves h, the simulator s or a handler in front of it, as the
+// conductor and the model, and returns its URL. At cleanup s is closed
+// first: that releases the starts it holds, which the server's Close waits
+// for.
+func serveSim(t *testing.T, s *sim.Sim, h http.Handler) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { s.Close() })
+	return srv.URL
+}
+
 func (h *testHost) sim(t *testing.T) *sim.Sim {
 	t.Helper()
 	s := h.App.Simulator()

@@ -2,7 +2,6 @@ package app_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -38,11 +37,9 @@ func TestConductorOutage(t *testing.T) {
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	o := &outageSim{sim: s}
-	srv := httptest.NewServer(o)
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { s.Close() }) // first: it releases held starts
+	simURL := serveSim(t, s, o)
 	h := startHost(t, hostOptions{
-		conductorURL: srv.URL,
+		conductorURL: simURL,
 		apiKeyEnv:    keyEnv,
 		env:          map[string]string{keyEnv: "e2e-key"},
 		clock:        clk,

@@ -61,10 +61,8 @@ func TestReadinessFromTheProbe(t *testing.T) {
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	cond := &noReadySince{sim: s}
-	srv := httptest.NewServer(cond)
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { s.Close() }) // first: it releases held starts
-	h := startHost(t, hostOptions{conductorURL: srv.URL, clock: clk})
+	simURL := serveSim(t, s, cond)
+	h := startHost(t, hostOptions{conductorURL: simURL, clock: clk})
 
 	if got := h.ask(t, "probe", "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -76,11 +75,9 @@ func TestSecretsNeverLeak(t *testing.T) {
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	rec := &recordingSim{sim: s}
-	srv := httptest.NewServer(rec)
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { s.Close() }) // first: it releases held starts
+	simURL := serveSim(t, s, rec)
 	h := startHost(t, hostOptions{
-		conductorURL: srv.URL,
+		conductorURL: simURL,
 		apiKeyEnv:    keyEnv,
 		env:          map[string]string{"RIG_WAKE_TOKEN": secretToken, keyEnv: secretKey},
 		clock:        clk,

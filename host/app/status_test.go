@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,9 +166,7 @@ func TestStatusPageKeepsSecrets(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.Handle(conductorPath+"/", http.StripPrefix(conductorPath, s.Handler()))
 	mux.Handle("/", s.Handler())
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	t.Cleanup(func() { s.Close() })
+	simURL := serveSim(t, s, mux)
 
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`[server]
@@ -198,7 +195,7 @@ api_key_env = "WAKE_E2E_BACKUP_KEY"
 
 [openai]
 api_keys_env = "WAKE_E2E_DOOR_KEYS"
-`, filepath.Join(dir, "data"), srv.URL+conductorPath, systemPrompt, keyEnv, backupURL)
+`, filepath.Join(dir, "data"), simURL+conductorPath, systemPrompt, keyEnv, backupURL)
 	path := filepath.Join(dir, "wake.toml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
@@ -238,7 +235,7 @@ api_keys_env = "WAKE_E2E_DOOR_KEYS"
 
 	never := []string{
 		secretToken, secretKey, backupKey, doorKey, "door-SECRET-2",
-		srv.URL, strings.TrimPrefix(srv.URL, "http://"), conductorPath, "llm-backup", "/proxy/", "pod-1",
+		simURL, strings.TrimPrefix(simURL, "http://"), conductorPath, "llm-backup", "/proxy/", "pod-1",
 		systemPrompt, "nightjar", question, "private-question", "launch code",
 		"://", // no URL of any scheme
 	}
