@@ -52,13 +52,12 @@ type Records interface {
 	// decided under a lock on the pod that holds across every host sharing
 	// the store. When fn also returns a wake log entry, a changed record is
 	// stored with it in one transaction, as PutRecordWake does (an entry
-	// with an unchanged record is not stored). fn may run more than once
-	// (PostgreSQL runs it on a plain read first, and again under the lock
-	// when it changed something), so it must only decide. It returns the
-	// record fn was last given and the one stored after, as a read would
-	// give it back: the entry of fn's last run was stored exactly when they
-	// differ. When fn fails nothing is stored and fn's error is returned as
-	// it is. fn must not call the store.
+	// with an unchanged record is not stored). fn runs inside the store's
+	// transaction, so it must only decide. It returns the record fn was
+	// given and the one stored after, as a read would give it back: the
+	// entry fn returned was stored exactly when they differ. When fn fails
+	// nothing is stored and fn's error is returned as it is. fn must not
+	// call the store.
 	UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error)
 }
 

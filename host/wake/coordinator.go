@@ -521,10 +521,7 @@ func (c *Coordinator) change(pod string, ev machines.Event, admit func(machines.
 	ev.Estimate, logged = c.heldWakeLog(pod)
 	var decideErr error
 	var entry *machines.Wake
-	// The store may run this more than once (a plain read first, then
-	// under its lock): each run starts afresh, and the last one counts.
 	before, after, err := c.records.UpdateRecord(pod, func(rec machines.Record) (machines.Record, *machines.Wake, error) {
-		d, entry, decideErr = machines.Decision{}, nil, nil
 		if applied = admit == nil || admit(rec); !applied {
 			return rec, nil, nil
 		}

@@ -122,28 +122,15 @@ func (s *Store) Records() ([]machines.Record, error) {
 
 // UpdateRecord runs fn on pod's record and stores what fn returns unless it
 // is Equal to what fn was given, with the wake log entry fn names, if any,
-// in one transaction; a change is decided under a lock on the pod's row
-// that holds across every replica of the database (SELECT … FOR UPDATE). It
-// first runs fn on a plain read: when that changes nothing (most asks:
-// "still waking"), nothing is locked or written, as if fn had run at the
-// moment of the read. Otherwise it locks the row, reads it again and runs
-// fn on that, so fn may run twice. It returns the record fn was last given
-// and the one now stored. When fn fails nothing is stored and its error is
-// returned as it is.
+// in one transaction, decided under a lock on the pod's row that holds
+// across every replica of the database (SELECT … FOR UPDATE). Its caller,
+// the wake coordinator, calls it only for an event that changed the record
+// on a plain read (most asks change nothing and never come here). It
+// returns the record fn was given and the one now stored. When fn fails
+// nothing is stored and its error is returned as it is.
 func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
 	if pod == "" {
 		return machines.Record{}, machines.Record{}, errNoPod
-	}
-	rec, err := s.Record(pod)
-	if err != nil {
-		return machines.Record{}, machines.Record{}, err
-	}
-	next, _, err := fn(rec)
-	if err != nil {
-		return machines.Record{}, machines.Record{}, err
-	}
-	if next.Equal(rec) {
-		return rec, next, nil
 	}
 	what := fmt.Sprintf("update the record of pod %s", pod)
 	err = s.tx(what, func(ctx context.Context, tx pgx.Tx) error {
