@@ -88,6 +88,9 @@ func TestReadinessFromTheProbe(t *testing.T) {
 	if p.State != "ready" || !p.Ready || p.ReadySince != nil {
 		t.Errorf("GET /api/pods/qwen after the probe's answer: %s; want ready, without a readySince", raw)
 	}
+	// The watch ends with the wake: nothing waits on the clock any more,
+	// so nothing can probe when it moves on.
+	e2e.WaitIdle(t, clk, waitFor)
 	probes := cond.count()
 	clk.Advance(time.Hour)
 	if n := cond.count(); n != probes {

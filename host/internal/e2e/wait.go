@@ -19,6 +19,19 @@ func WaitWatcher(t testing.TB, c *clock.Fake, within time.Duration) {
 	}
 }
 
+// WaitIdle waits until nothing waits on the fake clock c: every wake watch
+// has ended. Still something after within fails the test.
+func WaitIdle(t testing.TB, c *clock.Fake, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for c.Waiters() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("at %s %d still wait on the fake clock after %v: a wake watch is still running", c.Now().Format(time.TimeOnly), c.Waiters(), within)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // WaitCount polls get until it returns want. More than want, or still
 // less after within, fails the test.
 func WaitCount(t testing.TB, what string, want int, get func() int, within time.Duration) {
