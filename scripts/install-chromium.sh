@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs Debian's chromium when no Chromium is on the PATH, for the tests
+# Installs Debian's chromium when no Chromium (or Chrome) is on the PATH, for the tests
 # that drive a real browser (host/internal/browser). Idempotent: a second run
 # finds the browser and does nothing. .ci/run calls it first; developers run
 # it once. It needs root (or sudo) only when it has something to install.
@@ -14,7 +14,8 @@ if [ -n "${WAKE_CHROMIUM:-}" ]; then
 	exit 1
 fi
 
-for name in chromium chromium-browser; do
+# The names host/internal/browser's Find looks for, in its order.
+for name in chromium chromium-browser google-chrome google-chrome-stable headless-shell; do
 	if path="$(command -v "$name")"; then
 		echo "install-chromium: found $path ($("$path" --version 2>/dev/null || echo "version unknown")); nothing to do"
 		exit 0

@@ -75,10 +75,8 @@ const Timeout = 30 * time.Second
 // Browser is one headless Chromium, stopped at the end of the test that
 // started it.
 type Browser struct {
-	t    testing.TB
-	ctx  context.Context // the browser's first tab; pages are tabs beside it
-	path string
-	dir  string // where screenshots go
+	ctx context.Context // the browser's first tab; pages are tabs beside it
+	dir string          // where screenshots go
 }
 
 // New starts a headless Chromium for t with a 1280×800 window, and stops it
@@ -105,9 +103,7 @@ func New(t testing.TB) *Browser {
 	if _, err := within(func() (chromedp.Void, error) { return chromedp.Void{}, chromedp.Do(ctx) }); err != nil {
 		t.Fatalf("browser: %s did not start: %v", path, err)
 	}
-	b := &Browser{t: t, ctx: ctx, path: path}
-	b.dir = screenshotDir(t)
-	return b
+	return &Browser{ctx: ctx, dir: screenshotDir(t)}
 }
 
 // keeping reports whether screenshots are kept.
@@ -133,9 +129,6 @@ func screenshotDir(t testing.TB) string {
 
 // Dir is where the browser's screenshots go.
 func (b *Browser) Dir() string { return b.dir }
-
-// Path is the browser binary.
-func (b *Browser) Path() string { return b.path }
 
 // Page is one tab of the browser, with everything its console received
 // since it was opened.
