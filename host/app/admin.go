@@ -32,9 +32,7 @@ func (a *App) adminRoutes() http.Handler {
 	mux := http.NewServeMux()
 	metrics := a.metrics.Handler()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", http.MethodGet)
-			jsonhttp.Error(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
+		if !jsonhttp.Allow(w, r, http.MethodGet) {
 			return
 		}
 		metrics.ServeHTTP(w, r)

@@ -13,7 +13,7 @@ import (
 // every change the coordinator stores.
 func (a *App) startMetrics(pod *machines.Pod) {
 	a.metrics = metrics.New(metrics.Options{Pods: a.configuredPods(), States: pod.Table().States})
-	a.onChange = append(a.onChange, func(c wake.Change) { a.metrics.RecordChanged(c.Before, c.After, c.Event.At) })
+	a.onChange = append(a.onChange, func(c wake.Change) { a.metrics.RecordChanged(c.Before, c.After) })
 }
 
 // configuredPods are the pods the providers name, in config order.

@@ -2,7 +2,6 @@ package app
 
 import (
 	"net/http"
-	"slices"
 
 	"github.com/wakeonchat/wakeonchat/host/status"
 	"github.com/wakeonchat/wakeonchat/machines"
@@ -15,18 +14,12 @@ import (
 // store and the plugins' health from their supervisors; pod is the
 // machine, for the reply a turn would get.
 func (a *App) statusPage(pod *machines.Pod) http.Handler {
-	var names []string
-	for _, p := range a.cfg.Providers {
-		if p.Pod != "" && !slices.Contains(names, p.Pod) {
-			names = append(names, p.Pod)
-		}
-	}
 	plugins := []status.Plugin{{For: "conductor", Health: a.gpu}}
 	for i, p := range a.cfg.Providers {
 		plugins = append(plugins, status.Plugin{For: "provider " + p.Name, Health: a.provs[i]})
 	}
 	return status.New(status.Config{
-		Names: names, Pods: a.hub, Policy: pod, Estimate: a.coord.Estimate, Wakes: a.store,
+		Names: a.configuredPods(), Pods: a.hub, Policy: pod, Estimate: a.coord.Estimate, Wakes: a.store,
 		Plugins: plugins, Clock: a.clock, Logger: a.log,
 	}).Handler()
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
+	"github.com/wakeonchat/wakeonchat/host/events"
 	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
@@ -37,7 +38,7 @@ type pendingWire struct {
 }
 
 func wirePending(p store.Pending) *pendingWire {
-	w := &pendingWire{Key: p.Key, Pod: p.Pod, Provider: p.Provider, State: p.State, Events: eventsPath(p.Pod)}
+	w := &pendingWire{Key: p.Key, Pod: p.Pod, Provider: p.Provider, State: p.State, Events: events.Path(p.Pod)}
 	if !p.WakeRequestedAt.IsZero() {
 		t := p.WakeRequestedAt.UTC()
 		w.WakeRequestedAt = &t
@@ -48,7 +49,7 @@ func wirePending(p store.Pending) *pendingWire {
 func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	began := time.Now()
 	count := func(result string) { s.cfg.Metrics.Turn(metrics.DoorAPIChat, result, time.Since(began)) }
-	if !allow(w, r, http.MethodPost) {
+	if !jsonhttp.Allow(w, r, http.MethodPost) {
 		count(metrics.ResultMethodNotAllowed)
 		return
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/events"
@@ -72,16 +71,13 @@ type streamEnd struct {
 	Error  string `json:"error"`
 }
 
-// eventsPath is where pod's event stream is served.
-func eventsPath(pod string) string { return "/api/pods/" + url.PathEscape(pod) + "/events" }
-
 // handleEvents is GET /api/pods/{name}/events: a text/event-stream whose
 // first event is the pod's current view and then one event per change of
 // it, pushed by the hub (no conductor lookup of its own), with an SSE comment
 // every EventsKeepalive. It ends when the client leaves, when it falls
 // behind (a last event says so), and when the host shuts down (likewise).
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet) {
+	if !jsonhttp.Allow(w, r, http.MethodGet) {
 		return
 	}
 	name := r.PathValue("name")

@@ -33,7 +33,7 @@ type podReport struct {
 }
 
 func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet) {
+	if !jsonhttp.Allow(w, r, http.MethodGet) {
 		return
 	}
 	name := r.PathValue("name")

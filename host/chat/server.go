@@ -112,7 +112,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("/api/pods/{name}", s.handlePod)
 	mux.HandleFunc("/api/pods/{name}/events", s.handleEvents)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		if !allow(w, r, http.MethodGet) {
+		if !jsonhttp.Allow(w, r, http.MethodGet) {
 			return
 		}
 		jsonhttp.Write(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -127,7 +127,7 @@ func (s *Server) Handler() http.Handler {
 const serves = "the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"
 
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	if !allow(w, r, http.MethodGet) {
+	if !jsonhttp.Allow(w, r, http.MethodGet) {
 		return
 	}
 	if s.cfg.Ready != nil {
@@ -145,16 +145,6 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 // session's history (or the metrics) outside a turn.
 func (s *Server) Wait(ctx context.Context, session string) error {
 	return s.slots.wait(ctx, session)
-}
-
-// allow answers 405 unless r uses method (HEAD goes with GET).
-func allow(w http.ResponseWriter, r *http.Request, method string) bool {
-	if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
-		return true
-	}
-	w.Header().Set("Allow", method)
-	jsonhttp.Error(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use "+method)
-	return false
 }
 
 func randomToken() string {

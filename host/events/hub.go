@@ -2,6 +2,7 @@ package events
 
 import (
 	"errors"
+	"net/url"
 	"sync"
 	"time"
 
@@ -283,3 +284,7 @@ func (s *Subscription) Close() {
 func (u Update) InProgress() bool {
 	return wake.InProgress(u.Record.State) && !u.Record.WakeRequestedAt.IsZero()
 }
+
+// Path is where pod's event stream is served on the HTTP API (host/chat:
+// GET /api/pods/{name}/events).
+func Path(pod string) string { return "/api/pods/" + url.PathEscape(pod) + "/events" }

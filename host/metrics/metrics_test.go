@@ -281,7 +281,7 @@ func TestRecordChanged(t *testing.T) {
 				m.PodRecord(*tt.seed)
 			}
 			for _, c := range tt.changes {
-				m.RecordChanged(c[0], c[1], t0.Add(24*time.Hour)) // at is not read
+				m.RecordChanged(c[0], c[1])
 			}
 			if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(stateLines(t, tt.state)), "wakeonchat_pod_state"); err != nil {
 				t.Error(err)
@@ -341,11 +341,11 @@ func TestPhasesAcrossARestart(t *testing.T) {
 		t.Run(fmt.Sprintf("restarted after %d changes", restart), func(t *testing.T) {
 			first, second := newMetrics(t, "qwen"), newMetrics(t, "qwen")
 			for i := 1; i <= restart; i++ {
-				first.RecordChanged(records[i-1], records[i], time.Time{})
+				first.RecordChanged(records[i-1], records[i])
 			}
 			second.PodRecord(records[restart])
 			for i := restart + 1; i < len(records); i++ {
-				second.RecordChanged(records[i-1], records[i], time.Time{})
+				second.RecordChanged(records[i-1], records[i])
 			}
 			got := phases(t, first)
 			for k, v := range phases(t, second) {
@@ -476,7 +476,7 @@ func TestNil(t *testing.T) {
 	m.PluginRelaunchFailed("p")
 	m.EventSubscribers(func() int { return 1 })
 	m.PodRecord(rec(machines.Ready, t0))
-	m.RecordChanged(rec(machines.Waking, t0), rec(machines.Ready, t0), t0)
+	m.RecordChanged(rec(machines.Waking, t0), rec(machines.Ready, t0))
 	if m.Registry() != nil {
 		t.Error("a nil Metrics has a registry")
 	}
@@ -490,7 +490,7 @@ func TestLint(t *testing.T) {
 	m.ConductorRequest(metrics.KindGet, metrics.ConductorFound)
 	m.WatchPlugin("p", func() bool { return true })
 	m.EventSubscribers(func() int { return 0 })
-	m.RecordChanged(rec(machines.Waking, t0), rec(machines.Ready, t0), t0.Add(time.Minute))
+	m.RecordChanged(rec(machines.Waking, t0), rec(machines.Ready, t0))
 	problems, err := testutil.GatherAndLint(m.Registry())
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package metrics
 import (
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -36,26 +35,26 @@ func (m *Metrics) PodRecord(rec machines.Record) {
 // the wake from waking, loading or stuck to ready, whose ReadyAt is this
 // boot's. Each change happens once per wake and is stored with what it
 // reads, so a host restarted mid-wake still observes each phase once.
-func (m *Metrics) RecordChanged(before, after machines.Record, _ time.Time) {
+func (m *Metrics) RecordChanged(before, after machines.Record) {
 	if m == nil {
 		return
 	}
 	state, _ := machines.Reports(after, machines.View{})
 	m.podState.set(after.Pod, state)
-	m.timePhases(before, after)
 	sameWake := before.WakeRequestedAt.Equal(after.WakeRequestedAt)
+	m.timePhases(before, after, sameWake)
 	if o := after.Outcome(); o != "" && (before.Outcome() == "" || !sameWake) {
 		m.wakes.WithLabelValues(after.Pod, o).Inc()
 	}
 }
 
 // timePhases observes the phases a change ends, if any; see RecordChanged.
-func (m *Metrics) timePhases(before, after machines.Record) {
+// sameWake: before and after are the same wake's.
+func (m *Metrics) timePhases(before, after machines.Record, sameWake bool) {
 	if after.WakeRequestedAt.IsZero() || after.RunningAt.IsZero() {
 		return // no wake on record, or not seen up yet
 	}
 	w := machines.Wake{RequestedAt: after.WakeRequestedAt, RunningAt: after.RunningAt, ReadyAt: after.ReadyAt}
-	sameWake := before.WakeRequestedAt.Equal(after.WakeRequestedAt)
 	if !sameWake || before.RunningAt.IsZero() {
 		if d, ok := w.Booting(); ok {
 			m.phases.WithLabelValues(after.Pod, PhaseRequestedToRunning).Observe(d.Seconds())

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"strconv"
 
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/host/metrics"
 )
 
@@ -135,7 +135,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err != nil {
 		status, b = http.StatusInternalServerError, []byte(`{"error":{"message":"internal error","type":"api_error","param":null,"code":"internal_error"}}`+"\n")
 	}
-	writeBytes(w, status, "application/json", b)
+	jsonhttp.WriteBytes(w, status, "application/json", b)
 }
 
 // marshal is v as JSON and a newline, without HTML escaping: a message
@@ -148,14 +148,4 @@ func marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
-}
-
-// writeBytes writes b as the whole response body with status.
-func writeBytes(w http.ResponseWriter, status int, contentType string, b []byte) {
-	h := w.Header()
-	h.Set("Content-Type", contentType)
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }

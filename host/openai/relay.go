@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -41,7 +42,7 @@ func (s *Server) relay(t *turn, resp *pluginapi.StreamResponse, state string) {
 			ct = "application/json"
 		}
 		t.w.Header().Set(wakeStateHeader, state)
-		writeBytes(t.w, http.StatusOK, ct, body)
+		jsonhttp.WriteBytes(t.w, http.StatusOK, ct, body)
 		t.result = metrics.ResultAnswered
 		return
 	}

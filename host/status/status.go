@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -192,14 +193,7 @@ func (s *Server) handleStatic(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) configured(name string) bool {
-	for _, n := range s.cfg.Names {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
+func (s *Server) configured(name string) bool { return slices.Contains(s.cfg.Names, name) }
 
 // render executes the template name with v into a buffer first, so a
 // failure is a clean 500, never half a page.
@@ -232,9 +226,6 @@ func allowGet(w http.ResponseWriter, r *http.Request) bool {
 	jsonhttp.Error(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use GET")
 	return false
 }
-
-// eventsPath is pod's event stream (host/chat serves it).
-func eventsPath(pod string) string { return "/api/pods/" + url.PathEscape(pod) + "/events" }
 
 // fragmentPath is pod's fragment.
 func fragmentPath(pod string) string { return Prefix + "pods/" + url.PathEscape(pod) }

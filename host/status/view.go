@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/wakeonchat/wakeonchat/host/events"
 	"github.com/wakeonchat/wakeonchat/machines"
 )
 
@@ -55,7 +56,7 @@ func (s *Server) pod(name string, now time.Time) podView {
 		est.Wake = s.cfg.Policy.Timings().ExpectedWake
 	}
 	v := podView{
-		Name: name, Fragment: fragmentPath(name), Events: eventsPath(name),
+		Name: name, Fragment: fragmentPath(name), Events: events.Path(name),
 		State: string(state), Words: words(state, rec), Tone: tone(state),
 		Unconfirmed: state == machines.Ready && !ready,
 		Status:      u.View.Status,

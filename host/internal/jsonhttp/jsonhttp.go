@@ -35,12 +35,30 @@ func Error(w http.ResponseWriter, status int, msg string) {
 
 // WriteRaw writes body, already JSON, with status.
 func WriteRaw(w http.ResponseWriter, status int, body []byte) {
+	WriteBytes(w, status, "application/json", body)
+}
+
+// WriteBytes writes body, whole, as contentType with status: its length
+// given, and no sniffing.
+func WriteBytes(w http.ResponseWriter, status int, contentType string, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
+	h.Set("Content-Type", contentType)
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	w.Write(body)
+	_, _ = w.Write(body)
+}
+
+// Allow reports whether r uses method (HEAD goes with GET); when it does
+// not, it answers 405 with an Allow header and an error naming both
+// methods.
+func Allow(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
+		return true
+	}
+	w.Header().Set("Allow", method)
+	Error(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use "+method)
+	return false
 }
 
 // PlainPath reports whether p may be echoed in an error: a slash and at

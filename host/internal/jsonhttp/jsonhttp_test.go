@@ -43,6 +43,11 @@ func TestWrite(t *testing.T) {
 		{"a value that does not marshal", func(w http.ResponseWriter) { jsonhttp.Write(w, 200, math.Inf(1)) }, 500, `{"error":"internal error"}` + "\n"},
 		{"raw", func(w http.ResponseWriter) { jsonhttp.WriteRaw(w, 502, []byte(`{"error":"x"}`)) }, 502, `{"error":"x"}`},
 	}
+	text := httptest.NewRecorder()
+	jsonhttp.WriteBytes(text, 200, "text/plain", []byte("ok"))
+	if got := text.Header().Get("Content-Type") + " " + text.Header().Get("Content-Length") + " " + text.Body.String(); got != "text/plain 2 ok" {
+		t.Errorf("WriteBytes as text/plain: %q", got)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
@@ -107,6 +112,30 @@ func TestGuard(t *testing.T) {
 	for _, tt := range tests {
 		if diff := cmp.Diff(tt.want, record(h, tt.method, tt.path)); diff != "" {
 			t.Errorf("%s %s (-want +got):\n%s", tt.method, tt.path, diff)
+		}
+	}
+}
+
+// Allow lets the method through (HEAD with GET) and answers any other with
+// 405, naming both and setting Allow.
+func TestAllow(t *testing.T) {
+	tests := []struct {
+		allowed, method string
+		ok              bool
+		allow, body     string
+	}{
+		{"GET", "GET", true, "", ""},
+		{"GET", "HEAD", true, "", ""},
+		{"POST", "POST", true, "", ""},
+		{"POST", "GET", false, "POST", `{"error":"method GET not allowed; use POST"}` + "\n"},
+		{"GET", "DELETE", false, "GET", `{"error":"method DELETE not allowed; use GET"}` + "\n"},
+	}
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		ok := jsonhttp.Allow(w, httptest.NewRequest(tt.method, "/x", nil), tt.allowed)
+		if ok != tt.ok || w.Header().Get("Allow") != tt.allow || w.Body.String() != tt.body || !ok && w.Code != 405 {
+			t.Errorf("Allow(%s) for %s: %v, %d, Allow %q, %q; want %v, Allow %q, %q",
+				tt.allowed, tt.method, ok, w.Code, w.Header().Get("Allow"), w.Body.String(), tt.ok, tt.allow, tt.body)
 		}
 	}
 }
