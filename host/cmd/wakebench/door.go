@@ -310,11 +310,7 @@ func cpuTime(pid int) time.Duration {
 	if err != nil {
 		return 0
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:])) // state ppid ... utime (12th) stime (13th)
+	f := statFields(b) // state ppid ... utime (12th) stime (13th)
 	if len(f) < 13 {
 		return 0
 	}

@@ -302,18 +302,23 @@ func children(pid int) (map[string]int, error) {
 	return kids, nil
 }
 
-// parentPID reads the ppid from the contents of /proc/PID/stat: the second
-// field after the command name, which is in parentheses and may itself hold
-// spaces and parentheses.
+// parentPID reads the ppid from the contents of /proc/PID/stat.
 func parentPID(stat []byte) (int, bool) {
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(stat[i+1:])) // state ppid ...
+	f := statFields(stat) // state ppid ...
 	if len(f) < 2 {
 		return 0, false
 	}
 	ppid, err := strconv.Atoi(f[1])
 	return ppid, err == nil
+}
+
+// statFields are the fields of the contents of /proc/PID/stat after the
+// command name, which is in parentheses and may itself hold spaces and
+// parentheses: state, ppid, ...; nil when there is no command name.
+func statFields(stat []byte) []string {
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(stat[i+1:]))
 }

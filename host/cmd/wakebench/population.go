@@ -18,9 +18,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/host/app"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/sim"
+	"github.com/wakeonchat/wakeonchat/machines"
 )
 
 // Measurement 7: wake efficiency over a simulated working day. Users arrive
@@ -72,8 +74,14 @@ type dayPlan struct {
 
 var (
 	fullDay  = dayPlan{length: 8 * time.Hour, meanGap: 20 * time.Minute, patience: [2]time.Duration{4 * time.Minute, 20 * time.Minute}, scale: 120, seed: 7}
-	quickDay = dayPlan{length: 2 * time.Hour, meanGap: 20 * time.Minute, patience: [2]time.Duration{4 * time.Minute, 20 * time.Minute}, scale: 120, seed: 7}
+	quickDay = fullDay.lasting(2 * time.Hour)
 )
+
+// lasting is d with its arrivals within length instead.
+func (d dayPlan) lasting(length time.Duration) dayPlan {
+	d.length = length
+	return d
+}
 
 // user is one person with one question and, once answered, a few
 // follow-ups; its outcome is filled in as it goes, in simulated time.
@@ -281,12 +289,8 @@ func (b *harness) population(ctx context.Context, d dayPlan, p population) (dayR
 		<-clk.After(time.Minute)
 	}
 	end := clk.Now()
-	return analyze(users, s.Wakes(sim.DefaultPod), s.Lookups(sim.DefaultPod)+s.StartRequests(sim.DefaultPod), defaultPopulationWatchPoll, end), nil
+	return analyze(users, s.Wakes(sim.DefaultPod), s.Lookups(sim.DefaultPod)+s.StartRequests(sim.DefaultPod), defaultWatchPoll, end), nil
 }
-
-// defaultPopulationWatchPoll is [timings] watch_poll's default, which the
-// day's host runs with.
-const defaultPopulationWatchPoll = 5 * time.Second
 
 // client is one user's chat client, on the scaled clock.
 type client struct {
@@ -303,18 +307,14 @@ const echoPrefix = "echo: "
 // patience runs out, then the follow-ups.
 func (c *client) live(ctx context.Context) {
 	u := c.u
-	select {
-	case <-c.clk.After(u.arrive.Sub(c.clk.Now())):
-	case <-ctx.Done():
+	if !c.after(ctx, u.arrive.Sub(c.clk.Now())) {
 		return
 	}
 	patient, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
-		select {
-		case <-c.clk.After(u.patience):
+		if c.after(patient, u.patience) {
 			cancel()
-		case <-patient.Done():
 		}
 	}()
 	var ok bool
@@ -333,9 +333,7 @@ func (c *client) live(ctx context.Context) {
 	u.answered, u.answeredWall = c.clk.Now(), time.Now()
 	cancel()
 	for range u.follow {
-		select {
-		case <-c.clk.After(time.Minute + time.Duration(rand.Int64N(int64(3*time.Minute)))):
-		case <-ctx.Done():
+		if !c.after(ctx, time.Minute+time.Duration(rand.Int64N(int64(3*time.Minute)))) {
 			return
 		}
 		c.chat(ctx, map[string]any{"message": "and then?", "sessionId": c.session})
@@ -443,13 +441,22 @@ func (c *client) readyOnStream(ctx context.Context, path string) bool {
 		case ev.Ready:
 			ready = true
 			return false
-		case ev.State == "asleep" || ev.State == "stopped" || ev.State == "never-ready" ||
-			ev.State == "refused" || ev.State == "start-failed":
+		case atRest(ev.State):
 			return false // nothing is waking it: wait again wakes it
 		}
 		return true
 	})
 	return ready
+}
+
+// atRest reports whether state is one of the pod's states that nothing
+// wakes it out of by waiting.
+func atRest(state string) bool {
+	switch engine.State(state) {
+	case machines.Asleep, machines.Stopped, machines.NeverReady, machines.Refused, machines.StartFailed:
+		return true
+	}
+	return false
 }
 
 // streamEvent is the part of a pod event stream's event the bench reads.

@@ -2,12 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/wakeonchat/wakeonchat/host/internal/pgtest"
 )
@@ -23,9 +19,9 @@ type pgRuns struct {
 	skipped    string
 }
 
-// postgres runs measurement 8: per run a fresh schema, the asleep path and
-// the burst on a host whose store is in it; withBolt, each after the same
-// on a bbolt host.
+// postgres runs measurement 8: per run the asleep path and the burst, each
+// on a host whose store is a fresh schema of its own; withBolt, each after
+// the same on a bbolt host.
 func (b *harness) postgres(ctx context.Context, withBolt bool) (pgRuns, error) {
 	var out pgRuns
 	if err := pgtest.Available(); err != nil {
@@ -42,31 +38,33 @@ func (b *harness) postgres(ctx context.Context, withBolt bool) (pgRuns, error) {
 			b.progressf("8 bbolt asleep path, run %d/%d: concurrency %d p99 %s", i+1, b.plan.runs, b.plan.concurrency, ms(r.conc.p99))
 			out.boltAsleep = append(out.boltAsleep, r)
 		}
-		for _, m := range []string{"asleep", "burst"} {
-			if m == "burst" && withBolt {
-				r, err := b.burst(ctx, i, hostSpec{})
-				if err != nil {
-					return out, fmt.Errorf("burst on bbolt, run %d: %w", i+1, err)
-				}
-				b.progressf("8 bbolt burst, run %d/%d: wall %s", i+1, b.plan.runs, ms(r.wall))
-				out.boltBursts = append(out.boltBursts, r)
-			}
-			dsn, drop, err := freshSchema(ctx)
+		{
+			dsn, drop, err := pgtest.NewSchema(ctx, schemaPrefix)
 			if err != nil {
-				return out, err
+				return out, fmt.Errorf("creating a schema: %w", err)
 			}
-			spec := hostSpec{storeDSN: dsn}
-			if m == "asleep" {
-				r, err := b.asleep(ctx, i, spec)
-				drop()
-				if err != nil {
-					return out, fmt.Errorf("asleep path, run %d: %w", i+1, err)
-				}
-				b.progressf("8 PostgreSQL asleep path, run %d/%d: concurrency %d p99 %s, starts %d", i+1, b.plan.runs, b.plan.concurrency, ms(r.conc.p99), r.starts)
-				out.asleep = append(out.asleep, r)
-				continue
+			r, err := b.asleep(ctx, i, hostSpec{storeDSN: dsn})
+			drop()
+			if err != nil {
+				return out, fmt.Errorf("asleep path, run %d: %w", i+1, err)
 			}
-			r, err := b.burst(ctx, i, spec)
+			b.progressf("8 PostgreSQL asleep path, run %d/%d: concurrency %d p99 %s, starts %d", i+1, b.plan.runs, b.plan.concurrency, ms(r.conc.p99), r.starts)
+			out.asleep = append(out.asleep, r)
+		}
+		if withBolt {
+			r, err := b.burst(ctx, i, hostSpec{})
+			if err != nil {
+				return out, fmt.Errorf("burst on bbolt, run %d: %w", i+1, err)
+			}
+			b.progressf("8 bbolt burst, run %d/%d: wall %s", i+1, b.plan.runs, ms(r.wall))
+			out.boltBursts = append(out.boltBursts, r)
+		}
+		{
+			dsn, drop, err := pgtest.NewSchema(ctx, schemaPrefix)
+			if err != nil {
+				return out, fmt.Errorf("creating a schema: %w", err)
+			}
+			r, err := b.burst(ctx, i, hostSpec{storeDSN: dsn})
 			drop()
 			if err != nil {
 				return out, fmt.Errorf("burst, run %d: %w", i+1, err)
@@ -78,28 +76,9 @@ func (b *harness) postgres(ctx context.Context, withBolt bool) (pgRuns, error) {
 	return out, nil
 }
 
-// freshSchema makes a schema of its own on the server for one host, and
-// returns its connection string and a drop that removes it.
-func freshSchema(ctx context.Context) (string, func(), error) {
-	var b [6]byte
-	rand.Read(b[:])
-	name := "wakebench_" + hex.EncodeToString(b[:])
-	exec := func(sql string) error {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, pgtest.ServerDSN())
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		_, err = conn.Exec(ctx, sql)
-		return err
-	}
-	if err := exec("CREATE SCHEMA " + name); err != nil {
-		return "", nil, fmt.Errorf("creating a schema: %w", err)
-	}
-	return pgtest.WithSearchPath(pgtest.ServerDSN(), name), func() { exec("DROP SCHEMA " + name + " CASCADE") }, nil
-}
+// schemaPrefix starts the name of the schema of its own each PostgreSQL
+// host of measurement 8 gets.
+const schemaPrefix = "wakebench_"
 
 // postgresRows are measurement 8's rows, beside bbolt's runs of
 // measurements 1 and 3.

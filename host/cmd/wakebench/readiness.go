@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/wakeonchat/wakeonchat/host/config"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -43,8 +44,9 @@ const (
 	watchWaitMax = 5 * time.Second
 )
 
-// defaultWatchPoll is [timings] watch_poll's default.
-const defaultWatchPoll = 5 * time.Second
+// defaultWatchPoll is [timings] watch_poll's default, which measurement 4's
+// long runs and measurement 7's day run with.
+var defaultWatchPoll = config.DefaultConfig().Timings.WatchPoll.Duration
 
 // lineWakeReady starts the log line of a watch that saw its wake ready.
 const lineWakeReady = "wake ready for pod " + sim.DefaultPod

@@ -108,43 +108,56 @@ func shortErr(err error) string {
 func Schema(t testing.TB) string {
 	t.Helper()
 	Need(t)
-	var b [6]byte
-	rand.Read(b[:])
-	name := "wake_test_" + hex.EncodeToString(b[:])
-	admin(t, "CREATE SCHEMA "+name)
-	t.Cleanup(func() { admin(t, "DROP SCHEMA "+name+" CASCADE") })
-	return WithSearchPath(ServerDSN(), name)
+	dsn, drop, err := NewSchema(context.Background(), "wake_test_")
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() {
+		if err := drop(); err != nil {
+			t.Fatalf("%v", err)
+		}
+	})
+	return dsn
 }
 
-// admin runs sql on a connection of its own to the test server.
-func admin(t testing.TB, sql string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, ServerDSN())
-	if err != nil {
-		t.Fatalf("connecting to the test PostgreSQL: %v", err)
+// NewSchema makes a fresh, empty schema on the test server, named prefix
+// and 12 random hex digits, and returns a DSN of the server whose
+// search_path is that schema and drop, which drops it with everything in
+// it. It is Schema without a test: it does not call Need, and ctx bounds
+// both the creation and the drop.
+func NewSchema(ctx context.Context, prefix string) (dsn string, drop func() error, err error) {
+	var b [6]byte
+	rand.Read(b[:])
+	name := prefix + hex.EncodeToString(b[:])
+	if err := exec(ctx, ServerDSN(), "CREATE SCHEMA "+name); err != nil {
+		return "", nil, err
 	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, sql); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
+	drop = func() error { return exec(ctx, ServerDSN(), "DROP SCHEMA "+name+" CASCADE") }
+	return WithSearchPath(ServerDSN(), name), drop, nil
 }
 
 // Exec runs sql on the schema of dsn (a DSN Schema returned), for a test
 // that reaches into the tables.
 func Exec(t testing.TB, dsn, sql string, args ...any) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	if err := exec(context.Background(), dsn, sql, args...); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
+// exec runs sql on a connection of its own to dsn, within 30 s.
+func exec(ctx context.Context, dsn, sql string, args ...any) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		t.Fatalf("connecting to the test PostgreSQL: %v", err)
+		return fmt.Errorf("connecting to the test PostgreSQL: %w", err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, sql, args...); err != nil {
-		t.Fatalf("%s: %v", sql, err)
+		return fmt.Errorf("%s: %w", sql, err)
 	}
+	return nil
 }
 
 // WithSearchPath is dsn with its search_path set to schema: a URL gets the
