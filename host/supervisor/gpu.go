@@ -81,52 +81,55 @@ func (g *GPU) scrubError(err error) error {
 // unknown: the caller's own cancellation or deadline, or
 // ErrCrashedDuringCall when the plugin died with the request in its hands.
 func (g *GPU) StartPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
-	return g.lifecycle(ctx, "start", name, pluginapi.GPU.StartPod)
+	return g.lifecycle(ctx, metrics.KindStart, name, pluginapi.GPU.StartPod)
 }
 
 // StopPod calls the plugin's StopPod once, with StartPod's rules.
 func (g *GPU) StopPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
-	return g.lifecycle(ctx, "stop", name, pluginapi.GPU.StopPod)
+	return g.lifecycle(ctx, metrics.KindStop, name, pluginapi.GPU.StopPod)
 }
 
 func (g *GPU) lifecycle(ctx context.Context, op, name string,
 	call func(pluginapi.GPU, context.Context, string) (pluginapi.StartResult, error),
 ) (pluginapi.StartResult, error) {
-	r, err := g.lifecycleCall(ctx, op, name, call)
-	g.p.spec.Metrics.ConductorRequest(op, startResult(r, err))
+	r, pluginFailed, err := g.lifecycleCall(ctx, op, name, call)
+	g.p.spec.Metrics.ConductorRequest(op, startResult(r, pluginFailed, err))
 	return r, err
 }
 
+// lifecycleCall makes the call. pluginFailed is true when the result is
+// the supervisor's own word for a plugin that could not be asked or broke
+// its contract (see StartPod), never when the result is the plugin's.
 func (g *GPU) lifecycleCall(ctx context.Context, op, name string,
 	call func(pluginapi.GPU, context.Context, string) (pluginapi.StartResult, error),
-) (pluginapi.StartResult, error) {
+) (r pluginapi.StartResult, pluginFailed bool, err error) {
 	impl, gen, err := g.p.get(ctx)
 	switch {
 	case errors.Is(err, ErrClosed):
-		return pluginapi.StartResult{Error: errPluginClosed}, nil
+		return pluginapi.StartResult{Error: errPluginClosed}, true, nil
 	case err != nil && ctx.Err() != nil:
-		return pluginapi.StartResult{}, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, ctx.Err())
+		return pluginapi.StartResult{}, false, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, ctx.Err())
 	case err != nil:
 		g.p.log.Error("gpu plugin unavailable", "op", op, "pod", name, "error", g.p.scrub(err.Error()))
-		return pluginapi.StartResult{Error: errPluginUnavailable}, nil
+		return pluginapi.StartResult{Error: errPluginUnavailable}, true, nil
 	}
-	r, err := call(impl.(pluginapi.GPU), ctx, name)
+	r, err = call(impl.(pluginapi.GPU), ctx, name)
 	switch {
 	case err == nil:
 		r.Error = g.p.scrub(r.Error)
-		return r, nil
+		return r, false, nil
 	case ctx.Err() != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		// The caller's ctx ended (the adapter says so a hair before ctx.Err
 		// may): whether the request went out is unknown.
-		return pluginapi.StartResult{}, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, err)
+		return pluginapi.StartResult{}, false, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, err)
 	case g.p.isClosed():
-		return pluginapi.StartResult{Error: errPluginClosed}, nil
+		return pluginapi.StartResult{Error: errPluginClosed}, true, nil
 	case g.p.isCrash(ctx, gen, err):
 		g.p.crashed(gen, err)
-		return pluginapi.StartResult{}, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, ErrCrashedDuringCall)
+		return pluginapi.StartResult{}, false, fmt.Errorf("gpu plugin %s: %s pod: %w", g.p.spec.Name, op, ErrCrashedDuringCall)
 	default:
 		g.p.log.Error("gpu plugin failed a call it must not fail", "op", op, "pod", name, "error", g.p.scrub(err.Error()))
-		return pluginapi.StartResult{Error: errPluginError}, nil
+		return pluginapi.StartResult{Error: errPluginError}, true, nil
 	}
 }
 
@@ -156,8 +159,9 @@ func getResult(ctx context.Context, pod pluginapi.Pod, err error) string {
 }
 
 // startResult is a StartPod's (or StopPod's) result label for the
-// conductor metric.
-func startResult(r pluginapi.StartResult, err error) string {
+// conductor metric. pluginFailed is lifecycleCall's: the supervisor built
+// r because the plugin could not be asked or broke its contract.
+func startResult(r pluginapi.StartResult, pluginFailed bool, err error) string {
 	switch {
 	case err != nil: // whether it went out is unknown
 		return metrics.ConductorLost
@@ -167,7 +171,7 @@ func startResult(r pluginapi.StartResult, err error) string {
 		return metrics.ConductorInFlight
 	case r.Requested:
 		return metrics.ConductorAccepted
-	case r.Error == errPluginUnavailable || r.Error == errPluginClosed || r.Error == errPluginError:
+	case pluginFailed:
 		return metrics.ConductorPluginError
 	case r.Status != 0:
 		return metrics.ConductorRefused

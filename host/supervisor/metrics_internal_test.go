@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/wakeonchat/wakeonchat/host/metrics"
@@ -76,26 +78,77 @@ func TestStartResult(t *testing.T) {
 	tests := []struct {
 		name string
 		r    pluginapi.StartResult
-		err  error
-		want string
+		// pluginFailed is lifecycleCall's word: the supervisor built r.
+		pluginFailed bool
+		err          error
+		want         string
 	}{
-		{"202", pluginapi.StartResult{Requested: true, Status: 202}, nil, metrics.ConductorAccepted},
-		{"the client's cap fired", pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: 3000}, nil, metrics.ConductorInFlight},
-		{"409", pluginapi.StartResult{Status: 409}, nil, metrics.ConductorRefused},
-		{"401", pluginapi.StartResult{Status: 401}, nil, metrics.ConductorRefused},
-		{"not sent", pluginapi.StartResult{Error: "ECONNREFUSED"}, nil, metrics.ConductorNotSent},
-		{"cut before it was written whole", pluginapi.StartResult{Error: "ECONNRESET"}, nil, metrics.ConductorNotSent},
-		{"cut after it was written whole", pluginapi.StartResult{Requested: true, Lost: true, Error: "ECONNRESET"}, nil, metrics.ConductorLost},
-		{"plugin unavailable", pluginapi.StartResult{Error: errPluginUnavailable}, nil, metrics.ConductorPluginError},
-		{"plugin error", pluginapi.StartResult{Error: errPluginError}, nil, metrics.ConductorPluginError},
-		{"plugin closed", pluginapi.StartResult{Error: errPluginClosed}, nil, metrics.ConductorPluginError},
-		{"crashed during the call", pluginapi.StartResult{}, ErrCrashedDuringCall, metrics.ConductorLost},
-		{"the host stopped waiting", pluginapi.StartResult{}, context.DeadlineExceeded, metrics.ConductorLost},
+		{"202", pluginapi.StartResult{Requested: true, Status: 202}, false, nil, metrics.ConductorAccepted},
+		{"the client's cap fired", pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: 3000}, false, nil, metrics.ConductorInFlight},
+		{"409", pluginapi.StartResult{Status: 409}, false, nil, metrics.ConductorRefused},
+		{"401", pluginapi.StartResult{Status: 401}, false, nil, metrics.ConductorRefused},
+		{"not sent", pluginapi.StartResult{Error: "ECONNREFUSED"}, false, nil, metrics.ConductorNotSent},
+		{"cut before it was written whole", pluginapi.StartResult{Error: "ECONNRESET"}, false, nil, metrics.ConductorNotSent},
+		{"cut after it was written whole", pluginapi.StartResult{Requested: true, Lost: true, Error: "ECONNRESET"}, false, nil, metrics.ConductorLost},
+		{"plugin unavailable", pluginapi.StartResult{Error: errPluginUnavailable}, true, nil, metrics.ConductorPluginError},
+		{"plugin error", pluginapi.StartResult{Error: errPluginError}, true, nil, metrics.ConductorPluginError},
+		{"plugin closed", pluginapi.StartResult{Error: errPluginClosed}, true, nil, metrics.ConductorPluginError},
+		{"crashed during the call", pluginapi.StartResult{}, false, ErrCrashedDuringCall, metrics.ConductorLost},
+		{"the host stopped waiting", pluginapi.StartResult{}, false, context.DeadlineExceeded, metrics.ConductorLost},
+		// A plugin's own words are its own, even when they are the
+		// supervisor's.
+		{"the plugin's own plugin error", pluginapi.StartResult{Error: errPluginError}, false, nil, metrics.ConductorNotSent},
+		{"the plugin's own plugin closed, refused", pluginapi.StartResult{Status: 503, Error: errPluginClosed}, false, nil, metrics.ConductorRefused},
 	}
 	for _, tt := range tests {
-		if got := startResult(tt.r, tt.err); got != tt.want {
+		if got := startResult(tt.r, tt.pluginFailed, tt.err); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// wordyGPU is a GPU plugin whose every start and stop answers result.
+type wordyGPU struct {
+	pluginapi.GPU // nil: only StartPod and StopPod are called
+	result        pluginapi.StartResult
+}
+
+func (g wordyGPU) StartPod(context.Context, string) (pluginapi.StartResult, error) {
+	return g.result, nil
+}
+
+func (g wordyGPU) StopPod(context.Context, string) (pluginapi.StartResult, error) {
+	return g.result, nil
+}
+
+// A plugin that answers a start in the supervisor's own words is counted
+// by what it answered: not sent, not a plugin error.
+func TestStartInThePluginsOwnWordsCounted(t *testing.T) {
+	m := metrics.New(metrics.Options{})
+	r := pluginapi.StartResult{Error: errPluginError}
+	launch := func(context.Context) (*instance, error) {
+		exited := make(chan struct{})
+		return &instance{impl: wordyGPU{result: r}, exited: exited, kill: sync.OnceFunc(func() { close(exited) })}, nil
+	}
+	gpu := &GPU{launcher{newSupervised(Spec{Name: "conductor", Metrics: m}, pluginapi.KindGPU, launch)}}
+	defer gpu.p.close()
+
+	for _, call := range []func(context.Context, string) (pluginapi.StartResult, error){gpu.StartPod, gpu.StopPod} {
+		got, err := call(context.Background(), "qwen")
+		if err != nil {
+			t.Fatalf("call: %v", err)
+		}
+		if diff := cmp.Diff(r, got); diff != "" {
+			t.Errorf("result (-want +got):\n%s", diff)
+		}
+	}
+	want := `# HELP wakeonchat_conductor_requests_total Requests to the conductor through the GPU plugin, by kind (get, start) and result.
+# TYPE wakeonchat_conductor_requests_total counter
+wakeonchat_conductor_requests_total{kind="start",result="not_sent"} 1
+wakeonchat_conductor_requests_total{kind="stop",result="not_sent"} 1
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "wakeonchat_conductor_requests_total"); err != nil {
+		t.Error(err)
 	}
 }
 

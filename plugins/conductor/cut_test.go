@@ -22,8 +22,9 @@ import (
 )
 
 // cutter is a conductor that cuts every connection at one point: cut runs
-// on the accepted connection and decides what the client gets.
-func cutter(t *testing.T, cut func(conn *net.TCPConn)) string {
+// on the accepted connection and decides what the client gets. Each
+// connection it accepts is counted in conns.
+func cutter(t *testing.T, conns *atomic.Int32, cut func(conn *net.TCPConn)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -37,6 +38,7 @@ func cutter(t *testing.T, cut func(conn *net.TCPConn)) string {
 			if err != nil {
 				return
 			}
+			conns.Add(1)
 			cut(conn.(*net.TCPConn))
 		}
 	}()
@@ -67,21 +69,25 @@ func reset(conn *net.TCPConn) {
 	_ = conn.Close()
 }
 
-// cutWrites is an HTTP client whose connections to the conductor at url
+// cutWrites makes an HTTP client whose connections to the conductor at url
 // are cut while the request is being written: of the request's bytes,
 // only keep(request) reach the conductor, and the write fails with a
 // reset. The transport writes a small request in one flush, so the first
-// write is the whole request.
-func cutWrites(keep func(request []byte) int) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &cutConn{Conn: conn, keep: keep}, nil
-		},
-	}}
+// write is the whole request. Each connection the client dials is counted
+// in conns.
+func cutWrites(keep func(request []byte) int) func(conns *atomic.Int32) *http.Client {
+	return func(conns *atomic.Int32) *http.Client {
+		return &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				conns.Add(1)
+				conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+				if err != nil {
+					return nil, err
+				}
+				return &cutConn{Conn: conn, keep: keep}, nil
+			},
+		}}
+	}
 }
 
 // cutConn is a connection the network cuts while a request is written on
@@ -122,7 +128,7 @@ func endOfHead(request []byte) int { return bytes.Index(request, []byte("\r\n\r\
 // timeout, before any answer. Cut after the request was written whole, the
 // conductor may have it and a start it has goes on: in flight, its answer
 // lost (D2), logged as such. Cut before, it was not sent. Each point is
-// cut once, and the start is never sent twice.
+// cut once, and the start is never sent twice: one connection carries it.
 func TestStartPodConnectionCut(t *testing.T) {
 	lost := func(class string) pluginapi.StartResult {
 		return pluginapi.StartResult{Requested: true, Lost: true, Error: class}
@@ -133,9 +139,10 @@ func TestStartPodConnectionCut(t *testing.T) {
 	)
 	tests := []struct {
 		name string
-		// url is the conductor; client, when set, makes the requests.
-		url    func(t *testing.T) string
-		client *http.Client
+		// url is the conductor; client, when set, makes the requests. One
+		// of them counts in conns each connection that carries a start.
+		url    func(t *testing.T, conns *atomic.Int32) string
+		client func(conns *atomic.Int32) *http.Client
 		// want is the result; with anyClass, any Error but none is as good
 		// as want's.
 		want     pluginapi.StartResult
@@ -144,22 +151,24 @@ func TestStartPodConnectionCut(t *testing.T) {
 	}{
 		{
 			name: "reset as it accepts, before the request is written",
-			url: func(t *testing.T) string {
-				return cutter(t, reset)
+			url: func(t *testing.T, conns *atomic.Int32) string {
+				return cutter(t, conns, reset)
 			},
 			// The client writes only once the reset has arrived.
-			client: &http.Client{Transport: &http.Transport{
-				DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-					conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-					if err != nil {
-						return nil, err
-					}
-					if _, err := conn.Read(make([]byte, 1)); err == nil {
-						return nil, errors.New("the conductor wrote before the request")
-					}
-					return conn, nil
-				},
-			}},
+			client: func(*atomic.Int32) *http.Client {
+				return &http.Client{Transport: &http.Transport{
+					DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+						conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+						if err != nil {
+							return nil, err
+						}
+						if _, err := conn.Read(make([]byte, 1)); err == nil {
+							return nil, errors.New("the conductor wrote before the request")
+						}
+						return conn, nil
+					},
+				}}
+			},
 			// The reset may come as the connect ends, or on the write or
 			// the read after it: ECONNRESET, EPIPE or EOF.
 			want:     pluginapi.StartResult{Error: "ECONNRESET"},
@@ -192,24 +201,24 @@ func TestStartPodConnectionCut(t *testing.T) {
 		},
 		{
 			name: "closed after the whole request",
-			url: func(t *testing.T) string {
-				return cutter(t, func(conn *net.TCPConn) { readRequest(t, conn); conn.Close() })
+			url: func(t *testing.T, conns *atomic.Int32) string {
+				return cutter(t, conns, func(conn *net.TCPConn) { readRequest(t, conn); conn.Close() })
 			},
 			want:    lost("EOF"),
 			wantLog: lostLine,
 		},
 		{
 			name: "reset after the whole request",
-			url: func(t *testing.T) string {
-				return cutter(t, func(conn *net.TCPConn) { readRequest(t, conn); reset(conn) })
+			url: func(t *testing.T, conns *atomic.Int32) string {
+				return cutter(t, conns, func(conn *net.TCPConn) { readRequest(t, conn); reset(conn) })
 			},
 			want:    lost("ECONNRESET"),
 			wantLog: lostLine,
 		},
 		{
 			name: "closed in the answer's status line",
-			url: func(t *testing.T) string {
-				return cutter(t, func(conn *net.TCPConn) {
+			url: func(t *testing.T, conns *atomic.Int32) string {
+				return cutter(t, conns, func(conn *net.TCPConn) {
 					readRequest(t, conn)
 					_, _ = io.WriteString(conn, "HTTP/1.1 202 Acc")
 					conn.Close()
@@ -221,8 +230,8 @@ func TestStartPodConnectionCut(t *testing.T) {
 		{
 			// No answer either: the status is no use without the head.
 			name: "closed after the answer's status line, in its head",
-			url: func(t *testing.T) string {
-				return cutter(t, func(conn *net.TCPConn) {
+			url: func(t *testing.T, conns *atomic.Int32) string {
+				return cutter(t, conns, func(conn *net.TCPConn) {
 					readRequest(t, conn)
 					_, _ = io.WriteString(conn, "HTTP/1.1 202 Accepted\r\nContent-Ty")
 					conn.Close()
@@ -234,14 +243,21 @@ func TestStartPodConnectionCut(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var url string
+			var (
+				conns  atomic.Int32
+				url    string
+				client *http.Client
+			)
 			if tt.url != nil {
-				url = tt.url(t)
+				url = tt.url(t, &conns)
 			} else {
 				srv := newFakeConductor(t, answer(http.StatusAccepted, ""))
 				url = srv.URL
 			}
-			c, logs := newClient(t, conductor.Config{URL: url, HTTPClient: tt.client, StartTimeout: 5 * time.Second})
+			if tt.client != nil {
+				client = tt.client(&conns)
+			}
+			c, logs := newClient(t, conductor.Config{URL: url, HTTPClient: client, StartTimeout: 5 * time.Second})
 
 			var got pluginapi.StartResult
 			within(t, 2*time.Second, func() { got, _ = c.StartPod(context.Background(), "qwen") })
@@ -256,6 +272,11 @@ func TestStartPodConnectionCut(t *testing.T) {
 			}
 			if strings.Contains(logs.String(), "127.0.0.1") {
 				t.Errorf("the log names the conductor: %s", logs)
+			}
+			// The start went out on one connection: a second would be the
+			// start sent twice.
+			if diff := cmp.Diff(int32(1), conns.Load()); diff != "" {
+				t.Errorf("connections that carried the start (-want +got):\n%s", diff)
 			}
 		})
 	}
