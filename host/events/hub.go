@@ -279,10 +279,10 @@ func (s *Subscription) Close() {
 }
 
 // InProgress reports whether u's record is on a wake whose outcome is not
-// known yet (wake.InProgress): the time since its request is its elapsed
+// known yet (machines.InProgress): the time since its request is its elapsed
 // time, and the estimate less that is what remains.
 func (u Update) InProgress() bool {
-	return wake.InProgress(u.Record.State) && !u.Record.WakeRequestedAt.IsZero()
+	return machines.InProgress(u.Record.State) && !u.Record.WakeRequestedAt.IsZero()
 }
 
 // Path is where pod's event stream is served on the HTTP API (host/chat:

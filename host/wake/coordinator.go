@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
@@ -570,21 +569,12 @@ func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decisio
 	if c.changed != nil {
 		c.changed(Change{Before: rec, After: next, Event: ev, Wake: entry})
 	}
-	if d.To == machines.Ready && wakeInProgress(d.From) {
+	if d.To == machines.Ready && machines.InProgress(d.From) {
 		c.log.LogAttrs(context.Background(), slog.LevelInfo,
 			fmt.Sprintf("wake ready for pod %s: ready since %s", rec.Pod, machines.FormatClock(next.ReadyAt, ev.At)),
 			slog.String("pod", rec.Pod), slog.Time("wakeRequestedAt", next.WakeRequestedAt))
 	}
 }
-
-// InProgress reports whether s is a state of a wake whose outcome is not
-// known yet (waking, loading, stuck): what the watch follows, and what the
-// pod event stream counts elapsed and remaining time in. It is
-// machines.InProgress.
-func InProgress(s engine.State) bool { return machines.InProgress(s) }
-
-// wakeInProgress is InProgress.
-func wakeInProgress(s engine.State) bool { return machines.InProgress(s) }
 
 // feed runs an outcome event of the wake requested at wake. When the record
 // is on another wake (superseded) it writes nothing and returns false; the

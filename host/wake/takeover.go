@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/wakeonchat/wakeonchat/machines"
 )
 
 // A watch's lease (Config.Leases) makes it the one watch of its wake among
@@ -96,7 +98,7 @@ func (c *Coordinator) takeOver(configured func(pod string) bool) {
 		for _, r := range recs {
 			w := r.WakeRequestedAt
 			switch {
-			case w.IsZero() || !wakeInProgress(r.State) || !configured(r.Pod):
+			case w.IsZero() || !machines.InProgress(r.State) || !configured(r.Pod):
 				continue
 			case now.Sub(w) < grace, !now.Before(w.Add(c.wakeWatch)):
 				continue // its own host's, or too late to record never-ready

@@ -43,7 +43,7 @@ func (c *Coordinator) Resume(configured func(pod string) bool) error {
 		return fmt.Errorf("wake: resume: list records: %w", err)
 	}
 	for _, r := range recs {
-		if r.WakeRequestedAt.IsZero() || !wakeInProgress(r.State) || !configured(r.Pod) {
+		if r.WakeRequestedAt.IsZero() || !machines.InProgress(r.State) || !configured(r.Pod) {
 			continue
 		}
 		c.wg.Add(1) // under Resume's own count
@@ -295,7 +295,7 @@ func (c *Coordinator) following(pod string, wake time.Time) bool {
 		c.superseded(pod, wake)
 		return false
 	}
-	return wakeInProgress(r.State)
+	return machines.InProgress(r.State)
 }
 
 // superseded logs, at debug level, that a watch stopped because a newer wake
@@ -352,9 +352,8 @@ func (c *Coordinator) claim(key watchKey) (ok, dup bool) {
 	return true, false
 }
 
+// release gives up a watch that ended: its lease, then its claim.
 func (c *Coordinator) release(key watchKey) {
 	c.releaseLease(key)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.watching, key)
+	c.unclaim(key)
 }
