@@ -220,7 +220,6 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		NoResend:        pinned((*resolve.Model).CompleteNoResend),
 		Ready:           a.ready,
 		Events:          a.hub,
-		Estimate:        a.estimate,
 		EventsKeepalive: cfg.Server.EventsKeepalive.Duration,
 		Metrics:         a.metrics,
 	})
@@ -425,11 +424,6 @@ func pinned(call func(*resolve.Model, context.Context, []pluginapi.Message) (str
 		return m.Complete(ctx, msgs)
 	}
 }
-
-// estimate is how long a wake of pod usually takes, for the event
-// stream's etaSeconds: the figure the replies quote, measured from the
-// pod's wake log ([timings] expected_wake until a wake is measured).
-func (a *App) estimate(pod string) time.Duration { return a.coord.Estimate(pod).Wake }
 
 // ready is /readyz: config loaded (it is, or New failed), store open, both
 // plugin kinds handshaken.

@@ -171,9 +171,8 @@ func (s *Server) podEvent(pod string, u events.Update, at time.Time) podEvent {
 		elapsed := max(0, at.Sub(rec.WakeRequestedAt))
 		secs := int64(elapsed / time.Second)
 		e.ElapsedSeconds = &secs
-		if s.cfg.Estimate != nil {
-			eta := max(0, s.cfg.Estimate(pod)-elapsed)
-			left := int64((eta + time.Second - 1) / time.Second)
+		if s.cfg.Wake != nil {
+			left := ceilSeconds(max(0, s.cfg.Wake.Estimate(pod).Wake-elapsed))
 			e.EtaSeconds = &left
 		}
 	}

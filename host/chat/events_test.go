@@ -100,13 +100,21 @@ type eventsFixture struct {
 func newEventsFixture(buffer int) *eventsFixture {
 	f := &eventsFixture{hub: events.New(buffer), pod: &countingPod{}, logs: &bytes.Buffer{}}
 	f.handler = chat.New(chat.Config{
-		Pods:     map[string]chat.PodView{"qwen": f.pod},
-		Events:   f.hub,
-		Clock:    clock.Real(),
-		Logger:   slog.New(slog.NewTextHandler(f.logs, nil)),
-		Estimate: func(string) time.Duration { return 9 * time.Minute },
+		Pods:   map[string]chat.PodView{"qwen": f.pod},
+		Events: f.hub,
+		Clock:  clock.Real(),
+		Logger: slog.New(slog.NewTextHandler(f.logs, nil)),
+		Wake:   nineMinutes{},
 	}).Handler()
 	return f
+}
+
+// nineMinutes is a coordinator that only estimates: 9 minutes a wake. The
+// event stream asks it nothing else.
+type nineMinutes struct{ chat.Coordinator }
+
+func (nineMinutes) Estimate(string) machines.Estimate {
+	return machines.Estimate{Wake: 9 * time.Minute}
 }
 
 // open serves GET /api/pods/qwen/events into w in the background; the

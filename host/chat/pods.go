@@ -76,11 +76,15 @@ func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
 	est := s.cfg.Wake.Estimate(name)
 	rep.EstimateSeconds, rep.EstimateWakes = int64(est.Wake.Round(time.Second)/time.Second), est.Wakes
 	if at, remaining, ok := s.cfg.Policy.Eta(rec, est, s.cfg.Clock.Now()); ok {
-		at, left := at.UTC(), int64((remaining+time.Second-1)/time.Second)
+		at, left := at.UTC(), ceilSeconds(remaining)
 		rep.EtaAt, rep.EtaSeconds = &at, &left
 	}
 	jsonhttp.Write(w, http.StatusOK, rep)
 }
+
+// ceilSeconds is d in whole seconds, rounded up: a remaining time is never
+// said shorter than it is.
+func ceilSeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
 
 var podNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 

@@ -56,9 +56,6 @@ type Config struct {
 	// Events pushes each pod's record changes to GET
 	// /api/pods/{name}/events; without it the stream answers 503.
 	Events Events
-	// Estimate is how long a wake of pod usually takes, for the stream's
-	// etaSeconds; nil leaves etaSeconds null.
-	Estimate func(pod string) time.Duration
 	// EventsKeepalive is how often an open event stream gets an SSE
 	// comment, in wall time ([server] events_keepalive); default
 	// DefaultEventsKeepalive (15s).
