@@ -16,9 +16,10 @@ type slots struct {
 }
 
 type slot struct {
-	finishing bool
-	remember  func() error // what the finishing turn has left to do: store itself
-	done      chan struct{}
+	// remember is what a finishing turn has left to do, store itself; nil
+	// while the turn runs.
+	remember func() error
+	done     chan struct{}
 }
 
 // take claims session's slot. It fails at once while another turn runs,
@@ -35,7 +36,7 @@ func (s *slots) take(ctx context.Context, session string) bool {
 			s.mu.Unlock()
 			return true
 		}
-		finishing, done := sl.finishing, sl.done
+		finishing, done := sl.remember != nil, sl.done
 		s.mu.Unlock()
 		if !finishing {
 			return false
@@ -49,11 +50,11 @@ func (s *slots) take(ctx context.Context, session string) bool {
 }
 
 // finish marks session's turn as replied to: only storing it, with
-// remember, remains.
+// remember (not nil), remains.
 func (s *slots) finish(session string, remember func() error) {
 	s.mu.Lock()
 	if sl, ok := s.m[session]; ok {
-		sl.finishing, sl.remember = true, remember
+		sl.remember = remember
 	}
 	s.mu.Unlock()
 }
@@ -63,7 +64,7 @@ func (s *slots) finish(session string, remember func() error) {
 func (s *slots) finishing(session string) func() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sl, ok := s.m[session]; ok && sl.finishing {
+	if sl, ok := s.m[session]; ok {
 		return sl.remember
 	}
 	return nil

@@ -21,7 +21,7 @@ func TestSlots(t *testing.T) {
 		t.Fatal("another session was blocked")
 	}
 
-	s.finish("a", nil)
+	s.finish("a", func() error { return nil })
 	got := make(chan bool)
 	go func() { got <- s.take(ctx, "a") }()
 	select {
@@ -39,7 +39,7 @@ func TestSlots(t *testing.T) {
 		t.Fatal("the waiting turn was never woken")
 	}
 
-	s.finish("a", nil)
+	s.finish("a", func() error { return nil })
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if s.take(cctx, "a") {
