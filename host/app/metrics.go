@@ -28,14 +28,13 @@ func (a *App) configuredPods() []string {
 }
 
 // seedMetrics sets each configured pod's state from recs, the stored
-// records at start-up (a pod with none is asleep).
+// records at start-up; a pod with none stays asleep, as metrics.New set it.
 func (a *App) seedMetrics(recs []machines.Record) {
-	for _, name := range a.configuredPods() {
-		rec := machines.NewRecord(name)
-		if i := slices.IndexFunc(recs, func(r machines.Record) bool { return r.Pod == name }); i >= 0 {
-			rec = recs[i]
+	pods := a.configuredPods()
+	for _, rec := range recs {
+		if slices.Contains(pods, rec.Pod) {
+			a.metrics.PodRecord(rec)
 		}
-		a.metrics.PodRecord(rec)
 	}
 }
 
