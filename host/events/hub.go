@@ -114,11 +114,15 @@ func (h *Hub) Publish(ch wake.Change) {
 		return
 	}
 	p := h.podLocked(ch.After.Pod)
-	prev := unseen
+	h.publishLocked(p, Update{Record: ch.After, View: viewAfter(p.view(), ch.Event), At: ch.Event.At})
+}
+
+// view is the view of p's current update; unseen before any.
+func (p *pod) view() machines.View {
 	if p.known {
-		prev = p.last.View
+		return p.last.View
 	}
-	h.publishLocked(p, Update{Record: ch.After, View: viewAfter(prev, ch.Event), At: ch.Event.At})
+	return unseen
 }
 
 // publishLocked makes u p's current update and hands it to every
@@ -149,11 +153,7 @@ func (h *Hub) Elsewhere(rec machines.Record, at time.Time) bool {
 		return false
 	}
 	p := h.podLocked(rec.Pod)
-	prev := unseen
-	if p.known {
-		prev = p.last.View
-	}
-	h.publishLocked(p, Update{Record: rec, View: machines.View{Status: prev.Status, Lookup: machines.LookupFound}, At: at})
+	h.publishLocked(p, Update{Record: rec, View: viewAfter(p.view(), machines.Event{}), At: at})
 	return true
 }
 
