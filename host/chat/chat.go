@@ -85,10 +85,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		count(result)
-		if turnTaken {
-			s.releaseTurn(req.SessionID)
-		}
-		s.slots.release(req.SessionID)
+		s.endTurn(req.SessionID, turnTaken)
 	}()
 	if refused, mayRun := s.takeTurn(w, r.Context(), req.SessionID); !mayRun {
 		result = refused
@@ -341,9 +338,8 @@ func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) 
 // panics is logged and never takes the host down; the slot is released
 // whatever happens.
 func (s *Server) store(session string, remember func() error, count func()) {
-	defer s.slots.release(session)
+	defer s.endTurn(session, true) // an answered turn had taken it
 	defer count()
-	defer s.releaseTurn(session) // an answered turn had taken it
 	defer func() {
 		if p := recover(); p != nil {
 			s.cfg.Logger.Error("turn panicked", "session", session, "panic", fmt.Sprint(p))
@@ -408,14 +404,16 @@ func (s *Server) finishTurn(session string) {
 	}
 }
 
-// releaseTurn frees session's turn on the shared store.
-func (s *Server) releaseTurn(session string) {
-	if s.cfg.Turns == nil {
-		return
+// endTurn ends session's turn: frees it on the shared store when it was
+// taken there (takeTurn), then releases the process's slot, which lets the
+// session's next turn in.
+func (s *Server) endTurn(session string, taken bool) {
+	if taken && s.cfg.Turns != nil {
+		if err := s.cfg.Turns.ReleaseTurn(session); err != nil {
+			s.cfg.Logger.Warn(lineTurnHold, "session", session, "err", logErr{err})
+		}
 	}
-	if err := s.cfg.Turns.ReleaseTurn(session); err != nil {
-		s.cfg.Logger.Warn(lineTurnHold, "session", session, "err", logErr{err})
-	}
+	s.slots.release(session)
 }
 
 // lineTurnHold is logged (WARN) when the shared store could not be told a
