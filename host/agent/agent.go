@@ -203,18 +203,12 @@ func (a *Agent) messages(session, message string) ([]pluginapi.Message, error) {
 	return append(msgs, pluginapi.Message{Role: "user", Content: message}), nil
 }
 
-// BoundedHistory is a History that can stop reading a session once its
-// messages' contents pass a byte cap; *store.Store is one. The agent uses
-// it when its History has it, so a session of huge turns costs what is
-// sent, not HistoryMessages of them; what is sent is the same either way.
-type BoundedHistory interface {
-	// HistoryWithin returns the newest messages of session, at most last,
-	// oldest first, from the newest back to the first whose content would
-	// take their total past maxBytes, which ends them.
-	HistoryWithin(session string, last, maxBytes int) ([]store.Message, error)
-}
-
-var _ BoundedHistory = (*store.Store)(nil)
+// BoundedHistory is store.BoundedHistory: a History that can stop reading a
+// session once its messages' contents pass a byte cap, as every store
+// backend can. The agent uses it when its History has it, so a session of
+// huge turns costs what is sent, not HistoryMessages of them; what is sent
+// is the same either way.
+type BoundedHistory = store.BoundedHistory
 
 // history reads the session's last HistoryMessages, stopping at maxBytes of
 // content when the History can (BoundedHistory). fitHistory trims either

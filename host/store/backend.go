@@ -19,13 +19,7 @@ type Backend interface {
 	Records
 	WakeLog
 	History
-	// HistoryWithin is History(session, last) from the newest message back
-	// to the first whose content would take their total past maxBytes,
-	// which ends them (nothing older: no hole); nil when maxBytes < 0. A
-	// session of huge messages costs what fits: bbolt decodes at most one
-	// more, PostgreSQL sends nothing more. host/agent reads with it
-	// (agent.BoundedHistory).
-	HistoryWithin(session string, last, maxBytes int) ([]Message, error)
+	BoundedHistory
 	Pendings
 	Retainer
 	Leases
@@ -88,6 +82,19 @@ type History interface {
 	// AppendTurn appends a user message and the assistant's reply, whole or
 	// not at all, stamping the session's last turn with the store's clock.
 	AppendTurn(session string, user, assistant Message) error
+}
+
+// BoundedHistory is a History that can stop reading a session once its
+// messages' contents pass a byte cap; every Backend is one. host/agent reads
+// with it when its History has it, so that a session of huge turns costs
+// what is sent.
+type BoundedHistory interface {
+	// HistoryWithin is History(session, last) from the newest message back
+	// to the first whose content would take their total past maxBytes,
+	// which ends them (nothing older: no hole); nil when maxBytes < 0. A
+	// session of huge messages costs what fits: bbolt decodes at most one
+	// more, PostgreSQL sends nothing more.
+	HistoryWithin(session string, last, maxBytes int) ([]Message, error)
 }
 
 // Pendings keeps each session's pending-wake marker (#715): what host/chat

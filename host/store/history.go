@@ -26,7 +26,9 @@ type Message struct {
 	Content string `json:"content"`
 }
 
-var errNoSession = errors.New("store: empty session id")
+// ErrEmptySession is returned by every method of a backend given an empty
+// session id.
+var ErrEmptySession = errors.New("store: empty session id")
 
 // History returns the last last messages of session, oldest first. It
 // returns nil when last <= 0, and nil (no error) for a session it has never
@@ -47,7 +49,7 @@ func (s *Store) History(session string, last int) ([]Message, error) {
 func (s *Store) HistoryWithin(session string, last, maxBytes int) ([]Message, error) {
 	if maxBytes < 0 {
 		if session == "" {
-			return nil, errNoSession
+			return nil, ErrEmptySession
 		}
 		return nil, nil
 	}
@@ -57,7 +59,7 @@ func (s *Store) HistoryWithin(session string, last, maxBytes int) ([]Message, er
 // history is HistoryWithin, with maxBytes >= 0.
 func (s *Store) history(session string, last, maxBytes int) ([]Message, error) {
 	if session == "" {
-		return nil, errNoSession
+		return nil, ErrEmptySession
 	}
 	if last <= 0 {
 		return nil, nil
@@ -140,7 +142,7 @@ func contentSize(v []byte) (n int, ok bool) {
 // trimmed here; see Prune and PruneHistory.
 func (s *Store) AppendTurn(session string, user, assistant Message) error {
 	if session == "" {
-		return errNoSession
+		return ErrEmptySession
 	}
 	if user.Role != RoleUser || assistant.Role != RoleAssistant {
 		return fmt.Errorf("store: turn roles %q, %q: want %q, %q",
@@ -185,7 +187,7 @@ func (s *Store) AppendTurn(session string, user, assistant Message) error {
 // numbers are never reused.
 func (s *Store) PruneHistory(session string, keep int) error {
 	if session == "" {
-		return errNoSession
+		return ErrEmptySession
 	}
 	keep = max(keep, 0) &^ 1
 	return s.update(func(tx *bolt.Tx) error {

@@ -32,13 +32,13 @@ var (
 // an expired one (older than Options.PendingTTL).
 func (s *Store) Pending(session string) (p Pending, ok bool, err error) {
 	if session == "" {
-		return Pending{}, false, errNoSession
+		return Pending{}, false, ErrEmptySession
 	}
 	now := s.now()
 	err = s.view(func(tx *bolt.Tx) error {
 		var err error
 		p, ok, err = getPending(tx, session)
-		ok = ok && !s.expired(p, now)
+		ok = ok && !p.Expired(s.pendingTTL, now)
 		return err
 	})
 	if err != nil {
@@ -51,15 +51,11 @@ func (s *Store) Pending(session string) (p Pending, ok bool, err error) {
 // empty. Its times are stored in UTC.
 func (s *Store) PutPending(session string, p Pending) error {
 	if session == "" {
-		return errNoSession
+		return ErrEmptySession
 	}
-	if p.Key == "" {
-		return fmt.Errorf("store: pending wake for session %q has no key", session)
-	}
-	p.WakeRequestedAt, p.CreatedAt = utc(p.WakeRequestedAt), utc(p.CreatedAt)
-	v, err := json.Marshal(p)
+	_, v, err := EncodePending(session, p)
 	if err != nil {
-		return fmt.Errorf("store: pending wake for session %q: %w", session, err)
+		return err
 	}
 	return s.update(func(tx *bolt.Tx) error {
 		b, err := bucket(tx, bucketPending)
@@ -77,7 +73,7 @@ func (s *Store) PutPending(session string, p Pending) error {
 // concurrent takes with the same key exactly one succeeds.
 func (s *Store) TakePending(session, key string) (Pending, error) {
 	if session == "" {
-		return Pending{}, errNoSession
+		return Pending{}, ErrEmptySession
 	}
 	var p Pending
 	now := s.now()
@@ -86,7 +82,7 @@ func (s *Store) TakePending(session, key string) (Pending, error) {
 		switch {
 		case err != nil:
 			return err
-		case !ok || s.expired(got, now):
+		case !ok || got.Expired(s.pendingTTL, now):
 			return ErrNoPending
 		case got.Key != key:
 			return ErrPendingMismatch
@@ -103,7 +99,7 @@ func (s *Store) TakePending(session, key string) (Pending, error) {
 // DeletePending deletes session's marker; deleting none is not an error.
 func (s *Store) DeletePending(session string) error {
 	if session == "" {
-		return errNoSession
+		return ErrEmptySession
 	}
 	return s.update(func(tx *bolt.Tx) error {
 		b, err := bucket(tx, bucketPending)
@@ -114,9 +110,34 @@ func (s *Store) DeletePending(session string) error {
 	})
 }
 
-// expired reports whether p is older than the store's PendingTTL at now.
-func (s *Store) expired(p Pending, now time.Time) bool {
-	return s.pendingTTL > 0 && !now.Before(p.CreatedAt.Add(s.pendingTTL))
+// Expired reports whether p is older than ttl at now: whether ttl has
+// passed since its CreatedAt. With a ttl of 0 or less it never expires.
+func (p Pending) Expired(ttl time.Duration, now time.Time) bool {
+	return ttl > 0 && !now.Before(p.CreatedAt.Add(ttl))
+}
+
+// EncodePending is session's marker p as a backend stores it: p with its
+// times in UTC, and that as JSON. It fails when p has no key.
+func EncodePending(session string, p Pending) (Pending, []byte, error) {
+	if p.Key == "" {
+		return Pending{}, nil, fmt.Errorf("store: pending wake for session %q has no key", session)
+	}
+	p.WakeRequestedAt, p.CreatedAt = UTC(p.WakeRequestedAt), UTC(p.CreatedAt)
+	v, err := json.Marshal(p)
+	if err != nil {
+		return Pending{}, nil, fmt.Errorf("store: pending wake for session %q: %w", session, err)
+	}
+	return p, v, nil
+}
+
+// DecodePending is session's marker that EncodePending stored as v. Its
+// error names session.
+func DecodePending(session string, v []byte) (Pending, error) {
+	var p Pending
+	if err := json.Unmarshal(v, &p); err != nil {
+		return Pending{}, fmt.Errorf("store: pending wake for session %q: %w", session, err)
+	}
+	return p, nil
 }
 
 func getPending(tx *bolt.Tx, session string) (Pending, bool, error) {
@@ -128,9 +149,9 @@ func getPending(tx *bolt.Tx, session string) (Pending, bool, error) {
 	if v == nil {
 		return Pending{}, false, nil
 	}
-	var p Pending
-	if err := json.Unmarshal(v, &p); err != nil {
-		return Pending{}, false, fmt.Errorf("store: pending wake for session %q: %w", session, err)
+	p, err := DecodePending(session, v)
+	if err != nil {
+		return Pending{}, false, err
 	}
 	return p, true, nil
 }

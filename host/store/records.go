@@ -4,20 +4,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/wakeonchat/wakeonchat/machines"
 )
 
-var errNoPod = errors.New("store: empty pod name")
+// ErrEmptyPod is returned by every method of a backend given an empty pod
+// name.
+var ErrEmptyPod = errors.New("store: empty pod name")
 
 // Record returns pod's wake-policy record, machines.NewRecord(pod) when none
 // is stored.
 func (s *Store) Record(pod string) (machines.Record, error) {
 	if pod == "" {
-		return machines.Record{}, errNoPod
+		return machines.Record{}, ErrEmptyPod
 	}
 	r := machines.NewRecord(pod)
 	err := s.view(func(tx *bolt.Tx) error {
@@ -29,7 +30,7 @@ func (s *Store) Record(pod string) (machines.Record, error) {
 		if v == nil {
 			return nil
 		}
-		r, err = decodeRecord(pod, v)
+		r, err = DecodeRecord(pod, v)
 		return err
 	})
 	if err != nil {
@@ -42,9 +43,9 @@ func (s *Store) Record(pod string) (machines.Record, error) {
 // stored in UTC.
 func (s *Store) PutRecord(r machines.Record) error {
 	if r.Pod == "" {
-		return errNoPod
+		return ErrEmptyPod
 	}
-	v, err := encodeRecord(r)
+	v, err := EncodeRecord(r)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func (s *Store) Records() ([]machines.Record, error) {
 		}
 		// bbolt keeps keys in byte order, which is Go's string order.
 		return b.ForEach(func(k, v []byte) error {
-			r, err := decodeRecord(string(k), v)
+			r, err := DecodeRecord(string(k), v)
 			rs = append(rs, r)
 			return err
 		})
@@ -78,8 +79,8 @@ func (s *Store) Records() ([]machines.Record, error) {
 	return rs, nil
 }
 
-// encodeRecord is r as the store keeps it: JSON, its times in UTC.
-func encodeRecord(r machines.Record) ([]byte, error) {
+// EncodeRecord is r as a backend stores it: JSON, with its times in UTC.
+func EncodeRecord(r machines.Record) ([]byte, error) {
 	v, err := json.Marshal(stored(r))
 	if err != nil {
 		return nil, fmt.Errorf("store: record of pod %q: %w", r.Pod, err)
@@ -87,7 +88,9 @@ func encodeRecord(r machines.Record) ([]byte, error) {
 	return v, nil
 }
 
-func decodeRecord(pod string, v []byte) (machines.Record, error) {
+// DecodeRecord is the record of pod that EncodeRecord stored as v. Its
+// error names pod.
+func DecodeRecord(pod string, v []byte) (machines.Record, error) {
 	var r machines.Record
 	if err := json.Unmarshal(v, &r); err != nil {
 		return machines.Record{}, fmt.Errorf("store: record of pod %q: %w", pod, err)
@@ -105,9 +108,9 @@ func decodeRecord(pod string, v []byte) (machines.Record, error) {
 // not take it.
 func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
 	if pod == "" {
-		return machines.Record{}, machines.Record{}, errNoPod
+		return machines.Record{}, machines.Record{}, ErrEmptyPod
 	}
-	unlock := s.lockPod(pod)
+	unlock := s.podLocks.Lock(pod)
 	defer unlock()
 	rec, err := s.Record(pod)
 	if err != nil {
@@ -136,25 +139,9 @@ func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Reco
 
 // stored is r as a read gives it back: its times in UTC.
 func stored(r machines.Record) machines.Record {
-	r.WakeRequestedAt = utc(r.WakeRequestedAt)
-	r.ModelLoadingSince = utc(r.ModelLoadingSince)
-	r.ReadyAt = utc(r.ReadyAt)
-	r.RunningAt = utc(r.RunningAt)
+	r.WakeRequestedAt = UTC(r.WakeRequestedAt)
+	r.ModelLoadingSince = UTC(r.ModelLoadingSince)
+	r.ReadyAt = UTC(r.ReadyAt)
+	r.RunningAt = UTC(r.RunningAt)
 	return r
-}
-
-// lockPod locks pod's mutex and returns its unlock.
-func (s *Store) lockPod(pod string) func() {
-	s.podsMu.Lock()
-	if s.podLocks == nil {
-		s.podLocks = make(map[string]*sync.Mutex)
-	}
-	m, ok := s.podLocks[pod]
-	if !ok {
-		m = new(sync.Mutex)
-		s.podLocks[pod] = m
-	}
-	s.podsMu.Unlock()
-	m.Lock()
-	return m.Unlock
 }

@@ -60,7 +60,7 @@ type pendingAge struct {
 // between batches when ctx ends, returning what it did so far and ctx's
 // error. The file does not shrink: bbolt reuses the freed pages.
 func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error) {
-	now = utc(now)
+	now = UTC(now)
 	var all []sessionAge
 	var expired []pendingAge
 	err := s.view(func(tx *bolt.Tx) error {
@@ -89,7 +89,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 		}
 		return pending.ForEach(func(k, v []byte) error {
 			var p Pending
-			if json.Unmarshal(v, &p) == nil && s.expired(p, now) {
+			if json.Unmarshal(v, &p) == nil && p.Expired(s.pendingTTL, now) {
 				expired = append(expired, pendingAge{session: bytes.Clone(k), key: p.Key})
 			}
 			return nil
@@ -138,7 +138,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 	n, err = s.inBatches(ctx, len(expired), func(tx *bolt.Tx, i int) (bool, error) {
 		e := expired[i]
 		p, ok, err := getPending(tx, string(e.session))
-		if err != nil || !ok || p.Key != e.key || !s.expired(p, now) {
+		if err != nil || !ok || p.Key != e.key || !p.Expired(s.pendingTTL, now) {
 			return false, nil // gone, replaced or unreadable: left alone
 		}
 		if err := tx.Bucket(bucketPending).Delete(e.session); err != nil {

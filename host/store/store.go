@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -45,8 +44,7 @@ type Store struct {
 
 	leases leases // TakeLease's
 
-	podsMu   sync.Mutex
-	podLocks map[string]*sync.Mutex // UpdateRecord's, one per pod, never removed
+	podLocks KeyedMutex // UpdateRecord's, one per pod
 }
 
 // Options configure a Store. The zero value is what Open uses.
@@ -168,9 +166,9 @@ func bucket(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
 	return b, nil
 }
 
-// utc is t in UTC without its monotonic clock reading; the zero time stays
-// zero.
-func utc(t time.Time) time.Time {
+// UTC is t in UTC without its monotonic clock reading, as every backend
+// stores a time; the zero time stays zero.
+func UTC(t time.Time) time.Time {
 	if t.IsZero() {
 		return time.Time{}
 	}

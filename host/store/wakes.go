@@ -37,7 +37,7 @@ func LogEntry(r machines.Record, w machines.Wake) (machines.Wake, error) {
 	if w.RequestedAt.IsZero() {
 		return machines.Wake{}, fmt.Errorf("store: wake of pod %q has no request time", w.Pod)
 	}
-	w.RequestedAt, w.RunningAt, w.ReadyAt = utc(w.RequestedAt), utc(w.RunningAt), utc(w.ReadyAt)
+	w.RequestedAt, w.RunningAt, w.ReadyAt = UTC(w.RequestedAt), UTC(w.RunningAt), UTC(w.ReadyAt)
 	return w, nil
 }
 
@@ -47,13 +47,13 @@ func LogEntry(r machines.Record, w machines.Wake) (machines.Wake, error) {
 // is r.Pod (an empty one is set to it). Its times are stored in UTC.
 func (s *Store) PutRecordWake(r machines.Record, w machines.Wake) error {
 	if r.Pod == "" {
-		return errNoPod
+		return ErrEmptyPod
 	}
 	w, err := LogEntry(r, w)
 	if err != nil {
 		return err
 	}
-	rv, err := encodeRecord(r)
+	rv, err := EncodeRecord(r)
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (s *Store) PutRecordWake(r machines.Record, w machines.Wake) error {
 // pod with no logged wake, or a store from before the log was kept.
 func (s *Store) Wakes(pod string) ([]machines.Wake, error) {
 	if pod == "" {
-		return nil, errNoPod
+		return nil, ErrEmptyPod
 	}
 	var ws []machines.Wake
 	err := s.view(func(tx *bolt.Tx) error {

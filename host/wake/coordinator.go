@@ -120,10 +120,11 @@ type Coordinator struct {
 	stopping, abandoned context.Context
 	stop, abandon       context.CancelFunc
 
+	locks store.KeyedMutex // one per pod, held across its read-decide-write
+
 	mu       sync.Mutex
-	locks    map[string]*sync.Mutex // one per pod, never removed
-	logs     map[string]*podLog     // one per pod, never removed; fields under mu
-	watching map[watchKey]bool      // the live watches
+	logs     map[string]*podLog // one per pod, never removed; fields under mu
+	watching map[watchKey]bool  // the live watches
 	closed   bool
 	wg       sync.WaitGroup // calls in, starts and watches
 }
@@ -180,7 +181,6 @@ func New(cfg Config) *Coordinator {
 		changed:      cfg.Changed,
 		leases:       cfg.Leases,
 		takeover:     cfg.Takeover,
-		locks:        make(map[string]*sync.Mutex),
 		logs:         make(map[string]*podLog),
 		watching:     make(map[watchKey]bool),
 	}
@@ -447,17 +447,7 @@ func (c *Coordinator) enter() bool {
 }
 
 // lockPod locks pod's mutex and returns its unlock.
-func (c *Coordinator) lockPod(pod string) func() {
-	c.mu.Lock()
-	m, ok := c.locks[pod]
-	if !ok {
-		m = new(sync.Mutex)
-		c.locks[pod] = m
-	}
-	c.mu.Unlock()
-	m.Lock()
-	return m.Unlock
-}
+func (c *Coordinator) lockPod(pod string) func() { return c.locks.Lock(pod) }
 
 // now is the clock's reading without a monotonic part, so that it compares
 // like the times a store gives back.

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -10,14 +9,12 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/store"
 )
 
-var errNoSession = errors.New("store: empty session id")
-
 // History returns the last last messages of session, oldest first; nil when
 // last <= 0 or the session is unknown. It reads only the messages it
 // returns.
 func (s *Store) History(session string, last int) ([]store.Message, error) {
 	if session == "" {
-		return nil, errNoSession
+		return nil, store.ErrEmptySession
 	}
 	if last <= 0 {
 		return nil, nil
@@ -35,7 +32,7 @@ func (s *Store) History(session string, last int) ([]store.Message, error) {
 // for a session it has never seen.
 func (s *Store) HistoryWithin(session string, last, maxBytes int) ([]store.Message, error) {
 	if session == "" {
-		return nil, errNoSession
+		return nil, store.ErrEmptySession
 	}
 	if last <= 0 || maxBytes < 0 {
 		return nil, nil
@@ -81,7 +78,7 @@ func (s *Store) history(query string, args ...any) ([]store.Message, error) {
 // session's last turn is stamped with the store's clock (Options.Now).
 func (s *Store) AppendTurn(session string, user, assistant store.Message) error {
 	if session == "" {
-		return errNoSession
+		return store.ErrEmptySession
 	}
 	if user.Role != store.RoleUser || assistant.Role != store.RoleAssistant {
 		return fmt.Errorf("store: turn roles %q, %q: want %q, %q",
@@ -100,7 +97,7 @@ func (s *Store) AppendTurn(session string, user, assistant store.Message) error 
 		INSERT INTO wake_messages (session, seq, role, content)
 		SELECT $1, s.next_seq - 1, $3, $4::bytea FROM s
 		UNION ALL SELECT $1, s.next_seq, $5, $6::bytea FROM s`,
-		session, utc(s.now()), user.Role, []byte(user.Content), assistant.Role, []byte(assistant.Content))
+		session, store.UTC(s.now()), user.Role, []byte(user.Content), assistant.Role, []byte(assistant.Content))
 	return s.closedOr(dbErr("store a turn", err))
 }
 
@@ -109,7 +106,7 @@ func (s *Store) AppendTurn(session string, user, assistant store.Message) error 
 // session stays, with its last turn). Sequence numbers are never reused.
 func (s *Store) PruneHistory(session string, keep int) error {
 	if session == "" {
-		return errNoSession
+		return store.ErrEmptySession
 	}
 	keep = max(keep, 0) &^ 1
 	ctx, cancel, err := s.op()

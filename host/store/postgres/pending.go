@@ -2,10 +2,7 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -16,7 +13,7 @@ import (
 // expired one (older than Options.PendingTTL).
 func (s *Store) Pending(session string) (p store.Pending, ok bool, err error) {
 	if session == "" {
-		return store.Pending{}, false, errNoSession
+		return store.Pending{}, false, store.ErrEmptySession
 	}
 	ctx, cancel, err := s.op()
 	if err != nil {
@@ -32,10 +29,10 @@ func (s *Store) Pending(session string) (p store.Pending, ok bool, err error) {
 	case err != nil:
 		return store.Pending{}, false, s.closedOr(dbErr("read a pending wake", err))
 	}
-	if err := json.Unmarshal(v, &p); err != nil {
-		return store.Pending{}, false, fmt.Errorf("store: pending wake for session %q: %w", session, err)
+	if p, err = store.DecodePending(session, v); err != nil {
+		return store.Pending{}, false, err
 	}
-	if s.expired(p, now) {
+	if p.Expired(s.pendingTTL, now) {
 		return store.Pending{}, false, nil
 	}
 	return p, true, nil
@@ -45,15 +42,11 @@ func (s *Store) Pending(session string) (p store.Pending, ok bool, err error) {
 // empty. Its times are stored in UTC.
 func (s *Store) PutPending(session string, p store.Pending) error {
 	if session == "" {
-		return errNoSession
+		return store.ErrEmptySession
 	}
-	if p.Key == "" {
-		return fmt.Errorf("store: pending wake for session %q has no key", session)
-	}
-	p.WakeRequestedAt, p.CreatedAt = utc(p.WakeRequestedAt), utc(p.CreatedAt)
-	v, err := json.Marshal(p)
+	p, v, err := store.EncodePending(session, p)
 	if err != nil {
-		return fmt.Errorf("store: pending wake for session %q: %w", session, err)
+		return err
 	}
 	ctx, cancel, err := s.op()
 	if err != nil {
@@ -73,7 +66,7 @@ func (s *Store) PutPending(session string, p store.Pending) error {
 // any replicas, exactly one succeeds.
 func (s *Store) TakePending(session, key string) (store.Pending, error) {
 	if session == "" {
-		return store.Pending{}, errNoSession
+		return store.Pending{}, store.ErrEmptySession
 	}
 	now := s.now()
 	var p store.Pending
@@ -86,12 +79,12 @@ func (s *Store) TakePending(session, key string) (store.Pending, error) {
 		case err != nil:
 			return dbErr("take a pending wake", err)
 		}
-		var got store.Pending
-		if err := json.Unmarshal(v, &got); err != nil {
-			return fmt.Errorf("store: pending wake for session %q: %w", session, err)
+		got, err := store.DecodePending(session, v)
+		if err != nil {
+			return err
 		}
 		switch {
-		case s.expired(got, now):
+		case got.Expired(s.pendingTTL, now):
 			return store.ErrNoPending
 		case got.Key != key:
 			return store.ErrPendingMismatch
@@ -111,7 +104,7 @@ func (s *Store) TakePending(session, key string) (store.Pending, error) {
 // DeletePending deletes session's marker; deleting none is not an error.
 func (s *Store) DeletePending(session string) error {
 	if session == "" {
-		return errNoSession
+		return store.ErrEmptySession
 	}
 	ctx, cancel, err := s.op()
 	if err != nil {
@@ -120,9 +113,4 @@ func (s *Store) DeletePending(session string) error {
 	defer cancel()
 	_, err = s.pool.Exec(ctx, `DELETE FROM wake_pending WHERE session = $1`, session)
 	return s.closedOr(dbErr("delete a pending wake", err))
-}
-
-// expired reports whether p is older than the store's PendingTTL at now.
-func (s *Store) expired(p store.Pending, now time.Time) bool {
-	return s.pendingTTL > 0 && !now.Before(p.CreatedAt.Add(s.pendingTTL))
 }

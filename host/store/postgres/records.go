@@ -12,12 +12,10 @@ import (
 	"github.com/wakeonchat/wakeonchat/machines"
 )
 
-var errNoPod = errors.New("store: empty pod name")
-
 // Record returns pod's record, machines.NewRecord(pod) when none is stored.
 func (s *Store) Record(pod string) (machines.Record, error) {
 	if pod == "" {
-		return machines.Record{}, errNoPod
+		return machines.Record{}, store.ErrEmptyPod
 	}
 	ctx, cancel, err := s.op()
 	if err != nil {
@@ -48,28 +46,7 @@ func readRecord(ctx context.Context, q querier, pod string) (machines.Record, er
 	case v == nil:
 		return machines.NewRecord(pod), nil
 	}
-	return decodeRecord(pod, v)
-}
-
-func decodeRecord(pod string, v []byte) (machines.Record, error) {
-	var r machines.Record
-	if err := json.Unmarshal(v, &r); err != nil {
-		return machines.Record{}, fmt.Errorf("store: record of pod %q: %w", pod, err)
-	}
-	return r, nil
-}
-
-// encodeRecord is r as stored: its times in UTC.
-func encodeRecord(r machines.Record) ([]byte, error) {
-	r.WakeRequestedAt = utc(r.WakeRequestedAt)
-	r.ModelLoadingSince = utc(r.ModelLoadingSince)
-	r.ReadyAt = utc(r.ReadyAt)
-	r.RunningAt = utc(r.RunningAt)
-	v, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("store: record of pod %q: %w", r.Pod, err)
-	}
-	return v, nil
+	return store.DecodeRecord(pod, v)
 }
 
 // PutRecord stores r under r.Pod, replacing what was there. Its times are
@@ -82,7 +59,7 @@ func (s *Store) PutRecord(r machines.Record) error {
 // transaction under the lock of its row.
 func (s *Store) put(r machines.Record, w *machines.Wake) error {
 	if r.Pod == "" {
-		return errNoPod
+		return store.ErrEmptyPod
 	}
 	return s.tx(fmt.Sprintf("store the record of pod %s", r.Pod), func(ctx context.Context, tx pgx.Tx) error {
 		before, err := lockRecord(ctx, tx, r.Pod)
@@ -110,7 +87,7 @@ func (s *Store) Records() ([]machines.Record, error) {
 	var pod string
 	var v []byte
 	_, err = pgx.ForEachRow(rows, []any{&pod, &v}, func() error {
-		r, err := decodeRecord(pod, v)
+		r, err := store.DecodeRecord(pod, v)
 		recs = append(recs, r)
 		return err
 	})
@@ -130,7 +107,7 @@ func (s *Store) Records() ([]machines.Record, error) {
 // nothing is stored and its error is returned as it is.
 func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
 	if pod == "" {
-		return machines.Record{}, machines.Record{}, errNoPod
+		return machines.Record{}, machines.Record{}, store.ErrEmptyPod
 	}
 	what := fmt.Sprintf("update the record of pod %s", pod)
 	err = s.tx(what, func(ctx context.Context, tx pgx.Tx) error {
@@ -163,11 +140,14 @@ func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Reco
 // one batch, one round trip. It returns next as a read gives it back.
 func (s *Store) write(ctx context.Context, tx pgx.Tx, before, next machines.Record, w *machines.Wake) (machines.Record, error) {
 	pod := next.Pod
-	v, err := encodeRecord(next)
+	v, err := store.EncodeRecord(next)
 	if err != nil {
 		return machines.Record{}, err
 	}
-	after, err := decodeRecord(pod, v)
+	// after is what was stored, decoded, rather than next with its times in
+	// UTC: json.Marshal replaces invalid UTF-8 in a pod name or a state,
+	// and after must be what a read gives back.
+	after, err := store.DecodeRecord(pod, v)
 	if err != nil {
 		return machines.Record{}, err
 	}
@@ -217,7 +197,7 @@ func lockRecord(ctx context.Context, tx pgx.Tx, pod string) (machines.Record, er
 		case v == nil:
 			return machines.NewRecord(pod), nil
 		}
-		return decodeRecord(pod, v)
+		return store.DecodeRecord(pod, v)
 	}
 }
 

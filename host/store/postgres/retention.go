@@ -27,7 +27,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r store.Retention) (st
 	if s.closed.Load() {
 		return store.Pruned{}, store.ErrClosed
 	}
-	now = utc(now)
+	now = store.UTC(now)
 	var done store.Pruned
 	if r.HistoryMaxAge > 0 {
 		n, err := s.batches(ctx, "prune old sessions", `SELECT session, last_turn FROM wake_sessions

@@ -194,12 +194,3 @@ func (s *Store) tx(what string, fn func(ctx context.Context, tx pgx.Tx) error) e
 	}
 	return dbErr(what, err)
 }
-
-// utc is t in UTC without its monotonic clock reading; the zero time stays
-// zero.
-func utc(t time.Time) time.Time {
-	if t.IsZero() {
-		return time.Time{}
-	}
-	return t.Round(0).UTC()
-}

@@ -27,7 +27,7 @@ const finishingPoll = 5 * time.Millisecond
 // any host, a wait (until ctx ends) while one is finishing.
 func (s *Store) TakeTurn(ctx context.Context, session string) (bool, error) {
 	if session == "" {
-		return false, errNoSession
+		return false, store.ErrEmptySession
 	}
 	name := turnLease(session)
 	for {

@@ -37,7 +37,7 @@ func queueWake(b *pgx.Batch, pod string, requested int64, v []byte) {
 // pod with no logged wake.
 func (s *Store) Wakes(pod string) ([]machines.Wake, error) {
 	if pod == "" {
-		return nil, errNoPod
+		return nil, store.ErrEmptyPod
 	}
 	ctx, cancel, err := s.op()
 	if err != nil {
