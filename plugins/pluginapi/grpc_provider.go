@@ -186,9 +186,8 @@ func (s *providerServer) Stream(req *pb.StreamRequest, srv pb.Provider_StreamSer
 		return true, headErr
 	}
 	timer := time.AfterFunc(coalesceWait, func() { _, _ = sendHead(nil) })
-	n, err := resp.Body.Read(buf)
+	n, readErr := resp.Body.Read(buf)
 	timer.Stop()
-	r := readResult{n, err}
 	carried, err := sendHead(buf[:n])
 	if err != nil {
 		return err
@@ -199,14 +198,13 @@ func (s *providerServer) Stream(req *pb.StreamRequest, srv pb.Provider_StreamSer
 		}
 	}
 	for {
-		if r.err != nil {
-			if errors.Is(r.err, io.EOF) {
+		if readErr != nil {
+			if errors.Is(readErr, io.EOF) {
 				return nil
 			}
-			return srv.Send(failurePart(r.err, resp.Status))
+			return srv.Send(failurePart(readErr, resp.Status))
 		}
-		n, err := resp.Body.Read(buf)
-		r = readResult{0, err}
+		n, readErr = resp.Body.Read(buf)
 		if n > 0 {
 			// Send marshals before it returns: buf can be reused.
 			if serr := srv.Send(&pb.StreamPart{Part: &pb.StreamPart_Data{Data: buf[:n]}}); serr != nil {
@@ -219,11 +217,6 @@ func (s *providerServer) Stream(req *pb.StreamRequest, srv pb.Provider_StreamSer
 // coalesceWait is how long the head waits for the body's first bytes to
 // travel with it.
 const coalesceWait = time.Millisecond
-
-type readResult struct {
-	n   int
-	err error
-}
 
 // failurePart is err as a failure part; an error that is not a
 // *CompletionError keeps its text as the message, with status.

@@ -121,20 +121,13 @@ func (c *Client) stream(ctx context.Context, req pluginapi.StreamRequest) (*plug
 	if err != nil {
 		return nil, &pluginapi.CompletionError{Message: err.Error()}
 	}
-	timeout := c.timeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
-		timeout = max(time.Until(d), 0)
-	}
+	timeout := capTimeout(ctx, c.timeout)
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	// The cap: until the head, then between two reads of the body.
 	cap := &idleCap{timer: time.AfterFunc(timeout, cancel), d: timeout}
 	aborted := func(status int) error {
-		msg := "timed out after " + timeout.Round(time.Millisecond).String()
-		if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
-			msg = "canceled"
-		}
-		return &pluginapi.CompletionError{Status: status, Aborted: true, Message: msg}
+		return &pluginapi.CompletionError{Status: status, Aborted: true, Message: abortedMessage(parent, timeout)}
 	}
 	fail := func(err error) (*pluginapi.StreamResponse, error) {
 		cap.timer.Stop()
@@ -148,9 +141,7 @@ func (c *Client) stream(ctx context.Context, req pluginapi.StreamRequest) (*plug
 	}
 	httpReq.Header.Set("Content-Type", "application/json")
 	httpReq.Header.Set("Accept", "application/json, text/event-stream")
-	if c.key != "" {
-		httpReq.Header.Set("Authorization", "Bearer "+string(c.key))
-	}
+	c.authorize(httpReq.Header)
 
 	resp, err := c.http.Do(httpReq)
 	if err != nil {
@@ -172,6 +163,33 @@ func (c *Client) stream(ctx context.Context, req pluginapi.StreamRequest) (*plug
 		Header: resp.Header,
 		Body:   &body{r: resp.Body, cap: cap, cancel: cancel, ctx: ctx, aborted: aborted},
 	}, nil
+}
+
+// capTimeout is limit, or less when ctx's deadline comes sooner: the time
+// until it, never negative.
+func capTimeout(ctx context.Context, limit time.Duration) time.Duration {
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < limit {
+		return max(time.Until(d), 0)
+	}
+	return limit
+}
+
+// abortedMessage says what cut a request that ran with parent's context and
+// the cap timeout: "canceled" when parent was canceled, otherwise "timed
+// out after" the cap.
+func abortedMessage(parent context.Context, timeout time.Duration) string {
+	if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
+		return "canceled"
+	}
+	return "timed out after " + timeout.Round(time.Millisecond).String()
+}
+
+// authorize sets h's Authorization to the API key as a bearer token; with
+// no key it sets none.
+func (c *Client) authorize(h http.Header) {
+	if c.key != "" {
+		h.Set("Authorization", "Bearer "+string(c.key))
+	}
 }
 
 // idleCap cancels the request when d passes without a read.

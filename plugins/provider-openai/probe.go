@@ -3,7 +3,6 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"time"
@@ -51,19 +50,12 @@ func (c *Client) probe(ctx context.Context, endpoint string) pluginapi.ProbeResu
 	if err != nil {
 		return pluginapi.ProbeResult{Message: err.Error()}
 	}
-	timeout := ProbeTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
-		timeout = max(time.Until(d), 0)
-	}
+	timeout := capTimeout(ctx, ProbeTimeout)
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	aborted := func(status int) pluginapi.ProbeResult {
-		msg := "timed out after " + timeout.Round(time.Millisecond).String()
-		if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
-			msg = "canceled"
-		}
-		return pluginapi.ProbeResult{Status: status, Aborted: true, Message: msg}
+		return pluginapi.ProbeResult{Status: status, Aborted: true, Message: abortedMessage(parent, timeout)}
 	}
 
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
@@ -71,9 +63,7 @@ func (c *Client) probe(ctx context.Context, endpoint string) pluginapi.ProbeResu
 		return pluginapi.ProbeResult{Message: "build request: " + pluginapi.ErrorClass(err)}
 	}
 	req.Header.Set("Accept", "application/json")
-	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+string(c.key))
-	}
+	c.authorize(req.Header)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
