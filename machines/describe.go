@@ -40,33 +40,16 @@ func Observe(v View, now time.Time) (Event, bool) {
 
 // Describe answers "where is the brain?" without deciding anything: the reply
 // for rec at now, for a turn that must not wake (wakeMode resume), with the
-// pod's estimate est as Decide takes it in Event.Estimate. It reads the
-// state and the same clocks as Decide; it changes nothing.
+// pod's estimate est as Decide takes it in Event.Estimate. It is the table's
+// answer to the asked event (unreadable for a view that is not fresh),
+// decided on a copy: nothing changes.
 func (p *Pod) Describe(rec Record, view View, now time.Time, est Estimate) (ReplyKey, string, error) {
-	key := ReplyResumeWaiting
-	switch {
-	case !view.Fresh():
-		key = ReplyUnreadable
-	case rec.State == Stuck, rec.State == Loading && p.loadingStuck(rec, now):
-		key = ReplyStuck
-	case (rec.State == Loading || rec.State == Ready) && p.wakeOnClock(rec, now):
-		// Ready here means the conductor calls it ready and the model did
-		// not answer this turn: it is not serving yet, or any more.
-		key = ReplyLoadingWaking
-	case rec.State == Loading, rec.State == Ready:
-		key = ReplyLoading
-	case rec.State == Crashed:
-		key = ReplyCrashed
-	case rec.State == Waking && p.inWindow(rec, now) && p.late(rec, est, now):
-		key = ReplyStillWakingLate
-	case rec.State == Waking && p.inWindow(rec, now):
-		key = ReplyStillWaking
+	ev := Event{Trigger: Asked, At: now, Status: view.Status, Lookup: view.Lookup, Estimate: est}
+	if !view.Fresh() {
+		ev.Trigger = Unreadable
 	}
-	if rec.State == Loading || rec.State == Stuck {
-		rec.ModelLoadingSince = p.loadingSince(rec, now)
-	}
-	text, err := p.policy.Replies.Render(key, p.replyData(rec, rec, est, now))
-	return key, text, err
+	d, _, err := p.Decide(rec, ev)
+	return d.Reply, d.Text, err
 }
 
 // Reports is what GET /api/pods/{name} says of a pod whose record is rec

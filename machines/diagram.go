@@ -13,13 +13,14 @@ import (
 // diagram, its transition table, and every scenario as a timeline. It reads
 // only the embedded specs, so the document is a pure function of them.
 func StateDiagram() (string, error) {
-	t, err := specs.PodLifecycle()
+	l, err := specs.ParseLifecycle(specs.PodLifecycleSource())
 	if err != nil {
 		return "", err
 	}
-	if _, err := newPod(t, DefaultPolicy()); err != nil {
+	if _, err := newPod(l, DefaultPolicy()); err != nil {
 		return "", err
 	}
+	t := l.Table
 	scenarios, err := specs.Scenarios()
 	if err != nil {
 		return "", err
@@ -38,7 +39,7 @@ func StateDiagram() (string, error) {
 	b.WriteString("and effect. Not drawn: a state's loops (asked again inside the window, still stuck, still crashed) and ")
 	b.WriteString("`unreadable`, which replies from every state and changes none.\n\n")
 	b.WriteString("```mermaid\n")
-	b.WriteString(picture(t))
+	b.WriteString(picture(t, newFacts(l.States)))
 	b.WriteString("```\n\n## Transition table\n\n")
 	b.WriteString("A row applies from the states listed, on its trigger, when its guard holds; guards are about time only, ")
 	b.WriteString("and on one state and trigger they are exact complements, so exactly one row is taken. ")
@@ -89,32 +90,28 @@ func StateDiagram() (string, error) {
 	return b.String(), nil
 }
 
-// The states in which the conductor last said the pod is down, or up. Every
-// read of the pod moves the machine into one of these, or keeps it
-// never-ready, which names a failed wake whether the pod is down or up with
-// a model that never answered (TestProperties): the state GET
-// /api/pods/{name} reports agrees with its status.
-var (
-	DownStates = []engine.State{Asleep, Waking, Stopped, Refused, StartFailed}
-	UpStates   = []engine.State{Loading, Stuck, Ready, Crashed}
-)
-
 // group is a box of the picture: a set of states drawn together.
 type group struct {
 	id, title string
 	states    []engine.State
 }
 
-var pictureGroups = []group{
-	{"down", "the pod is down", DownStates},
-	{"up", "the pod is up", UpStates},
+// pictureGroups are the boxes: the states of group down and of group up
+// (specs/pod-lifecycle.toml). A state of group either is drawn outside
+// both.
+func pictureGroups(f facts) []group {
+	return []group{
+		{"down", "the pod is down", f.inGroup(specs.Down)},
+		{"up", "the pod is up", f.inGroup(specs.Up)},
+	}
 }
 
 // picture is t as a Mermaid flowchart: the down and up states in two boxes,
 // one arrow per pair, named by the events that take it. Events that take
 // every state of a box (but the target) to the same state start at the box.
 // Loops and Any rows are left out.
-func picture(t engine.Table) string {
+func picture(t engine.Table, f facts) string {
+	groups := pictureGroups(f)
 	type edge struct{ on, to string }
 	var edges []edge
 	sources := map[edge][]string{}
@@ -126,7 +123,9 @@ func picture(t engine.Table) string {
 		if _, ok := sources[e]; !ok {
 			edges = append(edges, e)
 		}
-		sources[e] = append(sources[e], mermaidID(r.From))
+		if from := mermaidID(r.From); !slices.Contains(sources[e], from) {
+			sources[e] = append(sources[e], from) // guarded rows share an arrow
+		}
 	}
 	type pair struct{ from, to string }
 	var pairs []pair
@@ -134,7 +133,7 @@ func picture(t engine.Table) string {
 	for _, e := range edges {
 		from := sources[e]
 		var boxes []string
-		for _, g := range pictureGroups {
+		for _, g := range groups {
 			if covers(g, from, e.to) {
 				boxes = append(boxes, g.id)
 				from = slices.DeleteFunc(from, func(f string) bool {
@@ -154,7 +153,7 @@ func picture(t engine.Table) string {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
 	fmt.Fprintf(&b, "    start(( )) --> %s\n", mermaidID(t.Initial))
-	for _, g := range pictureGroups {
+	for _, g := range groups {
 		fmt.Fprintf(&b, "    subgraph %s [%s]\n", g.id, g.title)
 		for _, s := range g.states {
 			fmt.Fprintf(&b, "        %s([%s])\n", mermaidID(s), s)
@@ -162,7 +161,7 @@ func picture(t engine.Table) string {
 		b.WriteString("    end\n")
 	}
 	for _, s := range t.States {
-		if !slices.ContainsFunc(pictureGroups, func(g group) bool { return slices.Contains(g.states, s) }) {
+		if !slices.ContainsFunc(groups, func(g group) bool { return slices.Contains(g.states, s) }) {
 			fmt.Fprintf(&b, "    %s([%s])\n", mermaidID(s), s)
 		}
 	}

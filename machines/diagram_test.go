@@ -67,7 +67,7 @@ func TestPictureShowsEveryExit(t *testing.T) {
 	}
 	table := pod.Table()
 	arrows := map[[2]string][]string{} // from, to -> triggers
-	for _, line := range strings.Split(picture(table), "\n") {
+	for _, line := range strings.Split(picture(table, pod.facts), "\n") {
 		from, rest, ok := strings.Cut(strings.TrimSpace(line), " -->|")
 		if !ok {
 			continue
@@ -80,7 +80,7 @@ func TestPictureShowsEveryExit(t *testing.T) {
 			continue
 		}
 		froms := []string{mermaidID(r.From)}
-		for _, g := range pictureGroups {
+		for _, g := range pictureGroups(pod.facts) {
 			if slices.Contains(g.states, r.From) {
 				froms = append(froms, g.id)
 			}

@@ -3,8 +3,6 @@ package machines
 import (
 	"slices"
 	"time"
-
-	"github.com/wakeonchat/wakeonchat/engine"
 )
 
 // EstimateWakes is how many of a pod's last completed wakes its estimate is
@@ -97,10 +95,6 @@ func EstimateWake(wakes []Wake, expected time.Duration) Estimate {
 	return Estimate{Wake: median, Wakes: n}
 }
 
-// InProgress reports whether s is a state of a wake whose outcome is not
-// known yet (waking, loading, stuck): what a watch follows.
-func InProgress(s engine.State) bool { return s == Waking || s == Loading || s == Stuck }
-
 // LogWake says what a pod's wake log records for the change of its record
 // from before to after, given what the log holds (logged, any order): the
 // entry to store, which replaces the logged one of the same wake, or false
@@ -166,7 +160,7 @@ func (p *Pod) estimate(est Estimate) Estimate {
 // estimate has run out. ok is false when no wake is in progress (waking,
 // loading or stuck, requested within wake_watch).
 func (p *Pod) Eta(r Record, est Estimate, now time.Time) (at time.Time, remaining time.Duration, ok bool) {
-	if !InProgress(r.State) || !p.wakeOnClock(r, now) {
+	if !p.facts.of(r.State).InProgress || !p.wakeOnClock(r, now) {
 		return time.Time{}, 0, false
 	}
 	at = r.WakeRequestedAt.Add(p.estimate(est).Wake)

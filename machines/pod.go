@@ -33,6 +33,7 @@ const (
 	ModelLoading engine.Trigger = "modelLoading" // RUNNING, but the model does not answer (D7)
 	Answered     engine.Trigger = "answered"     // the model answered a turn
 	Unreadable   engine.Trigger = "unreadable"   // the conductor could not read the pod
+	Asked        engine.Trigger = "asked"        // a turn that must not wake asks where the pod is (Describe)
 	// What the conductor says, from any read of the pod (see Observe).
 	PodDown        engine.Trigger = "podDown"    // not running
 	PodUp          engine.Trigger = "podUp"      // RUNNING with an endpoint, no readySince
@@ -92,18 +93,13 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 }
 
 // Outcome names what became of the wake on record, "" while it is unknown
-// or there is none: ready (also once it stopped or crashed), refused,
-// start-failed or never-ready.
+// or there is none: its state's outcome in the table (ready also once it
+// stopped or crashed, refused, start-failed, never-ready).
 func (r Record) Outcome() string {
-	switch r.State {
-	case Ready, Stopped, Crashed:
-		if !r.WakeRequestedAt.IsZero() {
-			return string(Ready)
-		}
-	case Refused, StartFailed, NeverReady:
-		return string(r.State)
+	if r.WakeRequestedAt.IsZero() {
+		return ""
 	}
-	return ""
+	return Facts(r.State).Outcome
 }
 
 // Event is something that happened to a pod.
@@ -174,23 +170,24 @@ func DefaultPolicy() Policy {
 type Pod struct {
 	policy  Policy
 	machine *engine.Machine[Record, Event]
+	facts   facts
 }
 
 // NewPod compiles the embedded pod lifecycle table with policy.
 func NewPod(policy Policy) (*Pod, error) {
-	t, err := specs.PodLifecycle()
+	l, err := specs.ParseLifecycle(specs.PodLifecycleSource())
 	if err != nil {
 		return nil, err
 	}
-	return newPod(t, policy)
+	return newPod(l, policy)
 }
 
-func newPod(t engine.Table, policy Policy) (*Pod, error) {
+func newPod(l specs.Lifecycle, policy Policy) (*Pod, error) {
 	if policy.Replies == nil {
 		return nil, errors.New("machines: policy has no replies")
 	}
-	p := &Pod{policy: policy}
-	m, err := engine.Compile(t, func(r Record) engine.State { return r.State }, p.guards())
+	p := &Pod{policy: policy, facts: newFacts(l.States)}
+	m, err := engine.Compile(l.Table, func(r Record) engine.State { return r.State }, p.guards())
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +197,9 @@ func newPod(t engine.Table, policy Policy) (*Pod, error) {
 
 // Table returns the transition table the machine runs.
 func (p *Pod) Table() engine.Table { return p.machine.Table() }
+
+// Facts is state s's facts in the table the machine runs.
+func (p *Pod) Facts(s engine.State) StateFacts { return p.facts.of(s) }
 
 // Timings returns the timings the machine decides by.
 func (p *Pod) Timings() Timings { return p.policy.Timings }
@@ -327,7 +327,10 @@ func (p *Pod) Decide(rec Record, ev Event) (Decision, Record, error) {
 			}
 			readyNow = true
 		case "stampRunning":
-			if next.RunningAt.IsZero() {
+			// Only a wake in progress with the pod down sees it up for
+			// the first time; from any other state it was seen already,
+			// or no wake of ours is in progress.
+			if from := p.facts.of(rec.State); from.InProgress && from.Group == specs.Down && next.RunningAt.IsZero() {
 				// Seen up first with a readySince, the pod was up by
 				// then: RUNNING is never after ready.
 				next.RunningAt = ev.At

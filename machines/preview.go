@@ -1,8 +1,9 @@
 package machines
 
 import (
-	"slices"
 	"time"
+
+	"github.com/wakeonchat/wakeonchat/specs"
 )
 
 // Preview is what a chat turn asking now would get from the machine, as a
@@ -34,10 +35,13 @@ func (p *Pod) Preview(rec Record, v View, est Estimate, now time.Time) (Preview,
 	}
 	rec.State = state
 	ev := Event{Trigger: NotReady, At: now, Status: v.Status, Lookup: LookupFound, Estimate: est}
-	up := slices.Contains(UpStates, state) ||
-		(!slices.Contains(DownStates, state) && (v.IsRunning || v.Status == "RUNNING"))
-	if up {
+	switch p.facts.of(state).Group {
+	case specs.Up:
 		ev.Trigger = ModelLoading
+	case specs.Either:
+		if v.IsRunning || v.Status == "RUNNING" {
+			ev.Trigger = ModelLoading
+		}
 	}
 	d, _, err := p.Decide(rec, ev)
 	if err != nil {

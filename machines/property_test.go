@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/engine"
+	"github.com/wakeonchat/wakeonchat/specs"
 )
 
 // randomEvent draws an event at now: turns, what the conductor says, and
@@ -132,6 +133,10 @@ func TestProperties(t *testing.T) {
 				if d.Reply == "" || d.Text == "" || d.Action == ActionNone {
 					t.Fatalf("seed %d step %d: a turn got no reply", seed, i)
 				}
+			case Asked:
+				if d.Reply == "" || d.Action != ActionNone || next.State != rec.State {
+					t.Fatalf("seed %d step %d: asked decided %s/%q and went %s → %s", seed, i, d.Action, d.Reply, rec.State, next.State)
+				}
 			default:
 				if d.Reply != "" || d.Action != ActionNone {
 					t.Fatalf("seed %d step %d: %s decided %s/%s", seed, i, ev.Trigger, d.Action, d.Reply)
@@ -139,11 +144,11 @@ func TestProperties(t *testing.T) {
 			}
 			switch ev.Trigger {
 			case PodDown:
-				if !slices.Contains(DownStates, next.State) && next.State != NeverReady {
+				if g := Facts(next.State).Group; g != specs.Down && g != specs.Either {
 					t.Fatalf("seed %d step %d: the pod is down and the state is %s", seed, i, next.State)
 				}
 			case PodUp, ReadySinceSeen, ModelLoading:
-				if !slices.Contains(UpStates, next.State) && next.State != NeverReady {
+				if g := Facts(next.State).Group; g != specs.Up && g != specs.Either {
 					t.Fatalf("seed %d step %d: the pod is up and the state is %s", seed, i, next.State)
 				}
 			case Answered:

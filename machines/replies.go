@@ -9,6 +9,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/specs"
 )
 
@@ -43,26 +44,27 @@ const (
 const FallbackReply = "The GPU brain is not ready yet. Ask again shortly."
 
 // ReplyKeys lists every reply key: the "reply:KEY" effects of the pod
-// lifecycle table, in the table's order, then the replies only Describe
-// gives. A new reply is a row's effect and a default text; nothing else
-// lists it.
+// lifecycle table, in the table's order. A new reply is a row's effect and
+// a default text; nothing else lists it.
 var ReplyKeys = replyKeys()
-
-// describeOnly are the replies no row gives: Describe's alone.
-var describeOnly = []ReplyKey{ReplyResumeWaiting}
 
 func replyKeys() []ReplyKey {
 	t, err := specs.PodLifecycle()
 	if err != nil {
 		panic(err) // embedded at build time; a test parses it
 	}
+	return replyKeysOf(t)
+}
+
+// replyKeysOf lists the reply keys of table t's effects, in its order.
+func replyKeysOf(t engine.Table) []ReplyKey {
 	var keys []ReplyKey
 	for _, e := range t.Effects {
 		if k, ok := strings.CutPrefix(e, "reply:"); ok {
 			keys = append(keys, ReplyKey(k))
 		}
 	}
-	return append(keys, describeOnly...)
+	return keys
 }
 
 // DefaultReplies returns the default wording of every reply, as text/template
@@ -155,14 +157,19 @@ func CheckPlain(text string) error {
 // no other key may be, and each template must render SampleReplyData as
 // plain text: no URL, no markdown. Errors are *ReplyError naming the key.
 func ParseReplies(texts map[ReplyKey]string) (*Replies, error) {
-	r := &Replies{t: make(map[ReplyKey]*template.Template, len(ReplyKeys))}
+	return parseReplies(ReplyKeys, texts)
+}
+
+// parseReplies is ParseReplies for a table whose reply keys are keys.
+func parseReplies(keys []ReplyKey, texts map[ReplyKey]string) (*Replies, error) {
+	r := &Replies{t: make(map[ReplyKey]*template.Template, len(keys))}
 	var errs []error
 	for _, k := range sortedKeys(texts) {
-		if !slices.Contains(ReplyKeys, k) {
+		if !slices.Contains(keys, k) {
 			errs = append(errs, &ReplyError{Key: k, Err: errors.New("unknown reply")})
 		}
 	}
-	for _, k := range ReplyKeys {
+	for _, k := range keys {
 		src, ok := texts[k]
 		if !ok || strings.TrimSpace(src) == "" {
 			errs = append(errs, &ReplyError{Key: k, Err: errors.New("missing or empty")})

@@ -73,33 +73,41 @@ func TestScenarios(t *testing.T) {
 	}
 	for _, sc := range scenarios {
 		t.Run(sc.Name, func(t *testing.T) {
-			rec := NewRecord(sc.Pod)
-			wakes := 0
-			for i, st := range sc.Steps {
-				var d Decision
-				next := rec
-				for _, ev := range stepEvents(st, rec) {
-					var err error
-					if d, next, err = pod.Decide(next, ev); err != nil {
-						t.Fatalf("step %d (%s %s): %v", i+1, st.At.Format("15:04:05.000"), ev.Trigger, err)
-					}
-				}
-				want := stepResult{Action: st.Action, Reply: st.Reply, Text: st.Text, State: st.State, Stuck: st.Stuck, Crashed: st.Crashed}
-				got := stepResult{Action: string(d.Action), Reply: string(d.Reply), Text: d.Text, State: string(next.State), Stuck: d.Stuck, Crashed: d.Crashed}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("step %d (%s %s, %s) (-want +got):\n%s", i+1, st.At.Format("15:04:05.000"), st.Event, st.Note, diff)
-				}
-				if d.Action == ActionWake {
-					wakes++
-					if !next.WakeRequestedAt.Equal(st.At) {
-						t.Errorf("step %d: a wake must reset wakeRequestedAt to %v, got %v", i+1, st.At, next.WakeRequestedAt)
-					}
-				}
-				rec = next
-			}
-			if wakes == 0 {
-				t.Error("scenario never wakes")
-			}
+			t.Parallel()
+			replay(t, pod, sc)
 		})
+	}
+}
+
+// replay runs sc's steps through pod: each step's action, reply and state
+// must be as written, and the scenario must wake at least once.
+func replay(t *testing.T, pod *Pod, sc specs.Scenario) {
+	t.Helper()
+	rec := NewRecord(sc.Pod)
+	wakes := 0
+	for i, st := range sc.Steps {
+		var d Decision
+		next := rec
+		for _, ev := range stepEvents(st, rec) {
+			var err error
+			if d, next, err = pod.Decide(next, ev); err != nil {
+				t.Fatalf("step %d (%s %s): %v", i+1, st.At.Format("15:04:05.000"), ev.Trigger, err)
+			}
+		}
+		want := stepResult{Action: st.Action, Reply: st.Reply, Text: st.Text, State: st.State, Stuck: st.Stuck, Crashed: st.Crashed}
+		got := stepResult{Action: string(d.Action), Reply: string(d.Reply), Text: d.Text, State: string(next.State), Stuck: d.Stuck, Crashed: d.Crashed}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("step %d (%s %s, %s) (-want +got):\n%s", i+1, st.At.Format("15:04:05.000"), st.Event, st.Note, diff)
+		}
+		if d.Action == ActionWake {
+			wakes++
+			if !next.WakeRequestedAt.Equal(st.At) {
+				t.Errorf("step %d: a wake must reset wakeRequestedAt to %v, got %v", i+1, st.At, next.WakeRequestedAt)
+			}
+		}
+		rec = next
+	}
+	if wakes == 0 {
+		t.Error("scenario never wakes")
 	}
 }

@@ -9,6 +9,7 @@ package specs
 
 import (
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -35,7 +36,7 @@ func PodLifecycleSource() []byte {
 type tableFile struct {
 	Name     string   `toml:"name"`
 	Initial  string   `toml:"initial"`
-	States   []string `toml:"states"`
+	States   []State  `toml:"state"`
 	Triggers []string `toml:"triggers"`
 	Guards   []string `toml:"guards"`
 	Effects  []string `toml:"effects"`
@@ -80,24 +81,88 @@ func (n *names) UnmarshalTOML(v any) error {
 	}
 }
 
-// PodLifecycle parses the embedded pod lifecycle table.
-func PodLifecycle() (engine.Table, error) {
-	return ParseTable(PodLifecycleSource())
+// State is one [[state]] of the table: a state and every fact the host
+// reads of it. pod-lifecycle.toml's header says what each fact means.
+type State struct {
+	Name       engine.State `toml:"name"`
+	Means      string       `toml:"means"`
+	Group      Group        `toml:"group"`
+	InProgress bool         `toml:"in_progress"`
+	Holdable   bool         `toml:"holdable"`
+	Outcome    string       `toml:"outcome"`
+	Tone       string       `toml:"tone"`
 }
 
-// ParseTable parses a transition table in the pod-lifecycle.toml format.
+// Group is where the conductor last said the pod is, in a state.
+type Group string
+
+// The groups.
+const (
+	Down   Group = "down"
+	Up     Group = "up"
+	Either Group = "either" // down or up: the conductor's view says which
+)
+
+// Lifecycle is a parsed table: the transitions and the facts of its states,
+// in the order declared.
+type Lifecycle struct {
+	Table  engine.Table
+	States []State
+}
+
+// PodLifecycle parses the embedded pod lifecycle table.
+func PodLifecycle() (engine.Table, error) {
+	l, err := ParseLifecycle(PodLifecycleSource())
+	return l.Table, err
+}
+
+// PodStates parses the facts of the embedded table's states.
+func PodStates() ([]State, error) {
+	l, err := ParseLifecycle(PodLifecycleSource())
+	return l.States, err
+}
+
+// ParseTable parses a transition table in the pod-lifecycle.toml format
+// (see ParseLifecycle).
+func ParseTable(src []byte) (engine.Table, error) {
+	l, err := ParseLifecycle(src)
+	return l.Table, err
+}
+
+var tones = []string{"ok", "busy", "idle", "bad"}
+
+// checkState reports what is wrong with a state's facts.
+func checkState(s State) error {
+	switch {
+	case s.Name == "":
+		return errors.New("a state has no name")
+	case s.Group != Down && s.Group != Up && s.Group != Either:
+		return fmt.Errorf("state %s: group %q, want down, up or either", s.Name, s.Group)
+	case s.Holdable && !s.InProgress:
+		return fmt.Errorf("state %s: holdable needs in_progress (only a wake in progress becomes ready by waiting)", s.Name)
+	case s.InProgress && s.Outcome != "":
+		return fmt.Errorf("state %s: a wake in progress has no outcome yet", s.Name)
+	case !slices.Contains(tones, s.Tone):
+		return fmt.Errorf("state %s: tone %q, want one of %v", s.Name, s.Tone, tones)
+	case s.Means == "":
+		return fmt.Errorf("state %s: means is required", s.Name)
+	}
+	return nil
+}
+
+// ParseLifecycle parses a transition table in the pod-lifecycle.toml format.
 // A row or an ignore whose from lists several states becomes one engine row
 // or ignore per state, in the order listed (an ignore's on may list several
-// triggers too). Unknown keys are errors; the table's meaning is checked by
-// engine.Compile.
-func ParseTable(src []byte) (engine.Table, error) {
+// triggers too). Unknown keys are errors, and so are a state's facts that
+// contradict each other; the table's meaning is checked by engine.Compile.
+func ParseLifecycle(src []byte) (Lifecycle, error) {
 	var f tableFile
 	md, err := toml.Decode(string(src), &f)
 	if err != nil {
-		return engine.Table{}, fmt.Errorf("transition table: %w", err)
+		return Lifecycle{}, fmt.Errorf("transition table: %w", err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return engine.Table{}, fmt.Errorf("transition table: unknown key %q", und[0].String())
+		return Lifecycle{}, fmt.Errorf("transition table: unknown key %q", und[0].String())
 	}
 	t := engine.Table{
 		Name:    f.Name,
@@ -106,14 +171,17 @@ func ParseTable(src []byte) (engine.Table, error) {
 		Effects: slices.Clone(f.Effects),
 	}
 	for _, s := range f.States {
-		t.States = append(t.States, engine.State(s))
+		if err := checkState(s); err != nil {
+			return Lifecycle{}, fmt.Errorf("transition table: %w", err)
+		}
+		t.States = append(t.States, s.Name)
 	}
 	for _, tr := range f.Triggers {
 		t.Triggers = append(t.Triggers, engine.Trigger(tr))
 	}
 	for i, r := range f.Rows {
 		if len(r.From) == 0 {
-			return engine.Table{}, fmt.Errorf("transition table: row %d has no from", i+1)
+			return Lifecycle{}, fmt.Errorf("transition table: row %d has no from", i+1)
 		}
 		for _, from := range r.From {
 			t.Rows = append(t.Rows, engine.Row{
@@ -124,7 +192,7 @@ func ParseTable(src []byte) (engine.Table, error) {
 	}
 	for i, ig := range f.Ignores {
 		if len(ig.From) == 0 || len(ig.On) == 0 {
-			return engine.Table{}, fmt.Errorf("transition table: ignore %d needs from and on", i+1)
+			return Lifecycle{}, fmt.Errorf("transition table: ignore %d needs from and on", i+1)
 		}
 		for _, from := range ig.From {
 			for _, on := range ig.On {
@@ -132,7 +200,7 @@ func ParseTable(src []byte) (engine.Table, error) {
 			}
 		}
 	}
-	return t, nil
+	return Lifecycle{Table: t, States: slices.Clone(f.States)}, nil
 }
 
 // Scenario is one timeline replayed against the pod machine.
@@ -181,19 +249,28 @@ func Scenarios() ([]Scenario, error) {
 		if err != nil {
 			return nil, err
 		}
-		var sc Scenario
-		md, err := toml.Decode(string(b), &sc)
+		sc, err := ParseScenario(path.Base(name), b)
 		if err != nil {
-			return nil, fmt.Errorf("scenario %s: %w", name, err)
-		}
-		if und := md.Undecoded(); len(und) > 0 {
-			return nil, fmt.Errorf("scenario %s: unknown key %q", name, und[0].String())
-		}
-		sc.File = path.Base(name)
-		if len(sc.Steps) == 0 {
-			return nil, fmt.Errorf("scenario %s: no steps", name)
+			return nil, err
 		}
 		out = append(out, sc)
 	}
 	return out, nil
+}
+
+// ParseScenario parses one scenario file, named file.
+func ParseScenario(file string, src []byte) (Scenario, error) {
+	var sc Scenario
+	md, err := toml.Decode(string(src), &sc)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("scenario %s: %w", file, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return Scenario{}, fmt.Errorf("scenario %s: unknown key %q", file, und[0].String())
+	}
+	sc.File = file
+	if len(sc.Steps) == 0 {
+		return Scenario{}, fmt.Errorf("scenario %s: no steps", file)
+	}
+	return sc, nil
 }

@@ -24,6 +24,12 @@ func TestParseTableErrors(t *testing.T) {
 		{"unknown key", "name = \"t\"\ninitail = \"a\"\n", `transition table: unknown key "initail"`},
 		{"unknown row key", "name = \"t\"\n[[row]]\nfrom = \"a\"\ngaurd = \"g\"\n", `transition table: unknown key "row.gaurd"`},
 		{"malformed", "name = \n", "transition table: toml: line 1"},
+		{"state without a group", state(`group = "sideways"`), `transition table: state s: group "sideways", want down, up or either`},
+		{"holdable, not in progress", state(`group = "down"`, "holdable = true"), "transition table: state s: holdable needs in_progress"},
+		{"outcome in progress", state(`group = "down"`, "in_progress = true", `outcome = "ready"`), "transition table: state s: a wake in progress has no outcome yet"},
+		{"no tone", state(`group = "up"`), `transition table: state s: tone ""`},
+		{"no words", state(`group = "up"`, `tone = "ok"`), "transition table: state s: means is required"},
+		{"unknown state key", state(`group = "up"`, `hodlable = true`), `transition table: unknown key "state.hodlable"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,6 +39,11 @@ func TestParseTableErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// state is a table with one [[state]] s of the given facts.
+func state(facts ...string) string {
+	return "name = \"t\"\n[[state]]\nname = \"s\"\n" + strings.Join(facts, "\n") + "\n"
 }
 
 // TestScenariosWellFormed: every step names a trigger of the table, is in

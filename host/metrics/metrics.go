@@ -177,9 +177,7 @@ func New(o Options) *Metrics {
 }
 
 // outcomes are the values machines.Record.Outcome names.
-var outcomes = []string{
-	string(machines.Ready), string(machines.Refused), string(machines.StartFailed), string(machines.NeverReady),
-}
+var outcomes = machines.Outcomes()
 
 // Registry is where the metrics are registered (tests gather from it).
 func (m *Metrics) Registry() *prometheus.Registry {

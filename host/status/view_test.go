@@ -1,7 +1,6 @@
 package status
 
 import (
-	"slices"
 	"testing"
 	"time"
 
@@ -12,24 +11,6 @@ import (
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/specs"
 )
-
-// Every state of the pod lifecycle table has words and a tone.
-func TestEveryStateHasWords(t *testing.T) {
-	table, err := specs.PodLifecycle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range table.States {
-		if _, ok := stateWords[s]; !ok {
-			t.Errorf("state %q has no words", s)
-		}
-	}
-	for s := range stateWords {
-		if !slices.Contains(table.States, s) {
-			t.Errorf("words for %q, which is no state of the table", s)
-		}
-	}
-}
 
 // podSummary is what TestPodView checks of a pod's view.
 type podSummary struct {
@@ -54,27 +35,27 @@ func TestPodView(t *testing.T) {
 		want podSummary
 	}{
 		{"nothing known", events.Update{Record: machines.NewRecord("qwen"), View: unseen},
-			podSummary{State: "asleep", Words: stateWords[machines.Asleep], Tone: "idle", Reply: machines.ReplyWaking, Wakes: true}},
+			podSummary{State: "asleep", Words: machines.Facts(machines.Asleep).Means, Tone: "idle", Reply: machines.ReplyWaking, Wakes: true}},
 		{"waking", events.Update{Record: machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: woke}, View: down},
-			podSummary{State: "waking", Words: stateWords[machines.Waking], Tone: "busy", Reply: machines.ReplyStillWaking, Steps: []step{
+			podSummary{State: "waking", Words: machines.Facts(machines.Waking).Means, Tone: "busy", Reply: machines.ReplyStillWaking, Steps: []step{
 				{Name: "requested", At: "15:22:25 UTC", Done: true},
 				{Name: "running", Note: "not yet"},
 				{Name: "answering", At: "~15:31:25 UTC", Note: "expected in 5 min"},
 			}}},
 		{"waking past a measured estimate", events.Update{Record: machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: now.Add(-12 * time.Minute)}, View: down},
-			podSummary{State: "waking", Words: stateWords[machines.Waking], Tone: "busy", Reply: machines.ReplyStillWakingLate, Steps: []step{
+			podSummary{State: "waking", Words: machines.Facts(machines.Waking).Means, Tone: "busy", Reply: machines.ReplyStillWakingLate, Steps: []step{
 				{Name: "requested", At: "15:14:25 UTC", Done: true},
 				{Name: "running", Note: "not yet"},
 				{Name: "answering", Note: "not yet; past the estimate"},
 			}}},
 		{"ready", events.Update{Record: machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: woke, ReadyAt: now}, View: running},
-			podSummary{State: "ready", Words: stateWords[machines.Ready], Tone: "ok", Answered: true}},
+			podSummary{State: "ready", Words: machines.Facts(machines.Ready).Means, Tone: "ok", Answered: true}},
 		{"ready as stored before the host started", events.Update{Record: machines.Record{Pod: "qwen", State: machines.Ready, ReadyAt: now}, View: unseen},
-			podSummary{State: "ready", Words: stateWords[machines.Ready], Tone: "ok", Unconfirmed: true, Answered: true}},
+			podSummary{State: "ready", Words: machines.Facts(machines.Ready).Means, Tone: "ok", Unconfirmed: true, Answered: true}},
 		{"refused", events.Update{Record: machines.Record{Pod: "qwen", State: machines.Refused, WakeRequestedAt: woke, RefusedStatus: 403}, View: down},
 			podSummary{State: "refused", Words: "The conductor refused the last wake request (HTTP 403).", Tone: "bad", Reply: machines.ReplyRefused, Wakes: true}},
 		{"crashed", events.Update{Record: machines.Record{Pod: "qwen", State: machines.Crashed, WakeRequestedAt: woke, ReadyAt: woke.Add(time.Minute)}, View: running},
-			podSummary{State: "crashed", Words: stateWords[machines.Crashed], Tone: "bad", Reply: machines.ReplyCrashed}},
+			podSummary{State: "crashed", Words: machines.Facts(machines.Crashed).Means, Tone: "bad", Reply: machines.ReplyCrashed}},
 	}
 	pod, err := machines.NewPod(machines.DefaultPolicy())
 	if err != nil {

@@ -2,49 +2,31 @@ package status
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/machines"
 )
 
-// stateWords says what each state of the pod lifecycle means, for a person:
-// docs/design.md's table of states, shortened. refused takes the start's
-// HTTP status.
-var stateWords = map[engine.State]string{
-	machines.Asleep:      "The pod is down and no wake is in progress.",
-	machines.Waking:      "A wake was requested; the pod is not up yet.",
-	machines.Loading:     "The pod is running; its model does not answer yet.",
-	machines.Stuck:       "The model has been loading for the loading ceiling or longer: it may be stuck.",
-	machines.Ready:       "The model answers.",
-	machines.Crashed:     "The model answered on this boot, then stopped answering while the pod runs: it may have crashed.",
-	machines.Stopped:     "The pod was ready, then stopped (it stops itself when idle).",
-	machines.Refused:     "The conductor refused the last wake request (HTTP %d).",
-	machines.StartFailed: "The last wake request never reached the conductor.",
-	machines.NeverReady:  "The last wake was not ready within the wake watch.",
-}
-
-// words is state in words for rec.
+// words is state in words for rec: the state's means in the spec; refused
+// adds the start's HTTP status.
 func words(state engine.State, rec machines.Record) string {
-	w, ok := stateWords[state]
+	w := machines.Facts(state).Means
 	switch {
-	case !ok:
+	case w == "":
 		return "A state this page has no words for."
-	case state == machines.Refused:
-		return fmt.Sprintf(w, rec.RefusedStatus)
+	case state == machines.Refused && rec.RefusedStatus != 0:
+		return fmt.Sprintf("%s (HTTP %d).", strings.TrimSuffix(w, "."), rec.RefusedStatus)
 	}
 	return w
 }
 
-// tone is the colour a state is shown in: ok (answering), busy (a wake in
-// progress), idle (down, nothing wrong) or bad (someone should look).
+// tone is the colour a state is shown in, its tone in the spec: ok
+// (answering), busy (a wake in progress), idle (down, nothing wrong) or bad
+// (someone should look).
 func tone(state engine.State) string {
-	switch state {
-	case machines.Ready:
-		return "ok"
-	case machines.Waking, machines.Loading:
-		return "busy"
-	case machines.Asleep, machines.Stopped:
-		return "idle"
+	if t := machines.Facts(state).Tone; t != "" {
+		return t
 	}
 	return "bad"
 }

@@ -1,0 +1,125 @@
+package machines
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/wakeonchat/wakeonchat/specs"
+)
+
+// TestAddingAState adds a state to a copy of the table the way a change to
+// the policy would: a [[state]] with its facts, one new row into the state's
+// next ask and one retargeted row into it (ready seen down becomes idled,
+// not stopped), the reply's effect declared, the state listed with the
+// asked row and the podDown ignore of the down states it is like, one
+// default text and one scenario. Nothing else
+// changes: the machine, Describe, Preview, the facts the doors, metrics
+// and status page read, and the reply both doors send all follow from the
+// spec.
+func TestAddingAState(t *testing.T) {
+	t.Parallel()
+	src := string(specs.PodLifecycleSource())
+	edits := []struct{ old, new string }{
+		{`"reply:resume_waiting",` + "\n]", `"reply:resume_waiting", "reply:idled",` + "\n]"},
+		{"from = \"ready\"\non = \"podDown\"\nto = \"stopped\"", "from = \"ready\"\non = \"podDown\"\nto = \"idled\""},
+		{`from = ["asleep", "waking", "stopped", "refused", "start-failed", "never-ready"]` + "\non = [\"podDown\"]",
+			`from = ["asleep", "waking", "stopped", "refused", "start-failed", "never-ready", "idled"]` + "\non = [\"podDown\"]"},
+		{`from = ["asleep", "stopped", "refused", "start-failed", "never-ready"]` + "\non = \"asked\"",
+			`from = ["asleep", "stopped", "refused", "start-failed", "never-ready", "idled"]` + "\non = \"asked\""},
+	}
+	for _, e := range edits {
+		if strings.Count(src, e.old) != 1 {
+			t.Fatalf("the table no longer has exactly one %q", e.old)
+		}
+		src = strings.Replace(src, e.old, e.new, 1)
+	}
+	src += `
+[[state]]
+name = "idled"
+means = "The pod was ready, then stopped after idling."
+group = "down"
+outcome = "ready"
+tone = "idle"
+
+[[row]]
+from = "idled"
+on = "notReady"
+to = "waking"
+effects = ["clearLoading", "wake", "reply:idled"]
+`
+	l, err := specs.ParseLifecycle([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := DefaultReplies()
+	texts["idled"] = "The GPU idled and stopped to save money. Waking it again — about {{.EtaMinutes}} minutes."
+	replies, err := parseReplies(replyKeysOf(l.Table), texts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := newPod(l, Policy{Timings: DefaultTimings(), Replies: replies})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	sc, err := specs.ParseScenario("idled.toml", []byte(`
+name = "idled"
+title = "ready, idled, asked again"
+pod = "qwen"
+
+[[step]]
+at = 2026-12-01T12:00:00Z
+event = "notReady"
+action = "wake"
+reply = "waking"
+text = "Waking the GPU brain — that takes about 9 minutes. Ask me again in a few minutes."
+state = "waking"
+
+[[step]]
+at = 2026-12-01T12:09:00Z
+event = "readySince"
+ready_since = 2026-12-01T12:08:30Z
+state = "ready"
+
+[[step]]
+at = 2026-12-01T12:30:00Z
+event = "podDown"
+state = "idled"
+
+[[step]]
+at = 2026-12-01T13:00:00Z
+event = "notReady"
+action = "wake"
+reply = "idled"
+text = "The GPU idled and stopped to save money. Waking it again — about 9 minutes."
+state = "waking"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replay(t, pod, sc)
+
+	// What the rest of the host reads of the new state.
+	idled := Record{Pod: "qwen", State: "idled", WakeRequestedAt: at(0), ReadyAt: at(0)}
+	if diff := cmp.Diff(StateFacts{Name: "idled", Means: "The pod was ready, then stopped after idling.",
+		Group: specs.Down, Outcome: "ready", Tone: "idle"}, pod.Facts("idled")); diff != "" {
+		t.Errorf("facts (-want +got):\n%s", diff)
+	}
+	key, _, err := pod.Describe(idled, View{Status: "EXITED", Lookup: LookupFound}, at(60*min), Estimate{})
+	if err != nil || key != ReplyResumeWaiting {
+		t.Errorf("a resume in idled: %q, %v; want %q", key, err, ReplyResumeWaiting)
+	}
+	pv, err := pod.Preview(idled, View{Status: "EXITED", Lookup: LookupFound}, Estimate{}, at(60*min))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Preview{Reply: "idled", Wakes: true,
+		Text: "The GPU idled and stopped to save money. Waking it again — about 9 minutes."}, pv); diff != "" {
+		t.Errorf("preview (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(picture(l.Table, pod.facts), "idled([idled])") {
+		t.Error("the diagram does not draw the new state")
+	}
+}
