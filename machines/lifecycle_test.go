@@ -87,6 +87,13 @@ func TestEveryEventHandled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	everyEventHandled(t, pod)
+}
+
+// everyEventHandled checks that pod's table handles every trigger in every
+// state (a row or an ignore) whatever the guards' facts.
+func everyEventHandled(t *testing.T, pod *Pod) {
+	t.Helper()
 	table := pod.Table()
 	now := at(10 * time.Hour)
 	guards := append([]string{""}, table.Guards...)

@@ -29,7 +29,7 @@ const (
 	replyCrashed = "The model server answered at 12:26 UTC but has stopped answering — it may have crashed. Someone needs to look at the pod."
 )
 
-// The operator lines (README, "Operator log lines").
+// The operator lines (docs/operations.md, "Operator log lines").
 const (
 	lineTurnFailed  = "turn failed"
 	lineNotReady    = "provider not ready for pod qwen"

@@ -113,7 +113,7 @@ type Pendings interface {
 	DeletePending(session string) error
 }
 
-// Retainer bounds what the store keeps (README, store.history_*).
+// Retainer bounds what the store keeps (docs/operations.md, store.history_*).
 type Retainer interface {
 	// Prune deletes, as of now, the sessions r no longer keeps and the
 	// expired pending wakes, in small batches; it stops between batches

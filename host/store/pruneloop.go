@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Operator log lines of the background pruning (README, "Operator log
+// Operator log lines of the background pruning (docs/operations.md, "Operator log
 // lines").
 const (
 	LinePruned      = "store pruned"

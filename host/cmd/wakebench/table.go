@@ -7,7 +7,7 @@ import (
 
 // row is one line of the results table.
 type row struct {
-	Num     string // the measurement's number (1 to 5, as in the README's Performance table)
+	Num     string // the measurement's number (1 to 5, as in docs/performance.md)
 	Measure string // what was measured, and how much of it
 	Result  string // the median of the runs
 	Target  string // "—" when there is none
