@@ -72,6 +72,13 @@ var (
 )
 
 func main() {
+	if target := os.Getenv(floorEnv); target != "" {
+		if err := serveFloor(target); err != nil {
+			fmt.Fprintln(os.Stderr, "wakebench floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "wakebench:", err)
 		os.Exit(1)
@@ -216,8 +223,9 @@ func (b *harness) measure(ctx context.Context, withPostgres bool) ([]row, error)
 		if err != nil {
 			return nil, fmt.Errorf("measurement 6 (the OpenAI door), run %d: %w", i+1, err)
 		}
-		b.progressf("6 OpenAI door, run %d/%d: first byte added %s, per chunk %s, non-streaming added %s",
-			i+1, p.runs, us(r.ttfbAdded), us(r.perChunkAdded), us(r.plainAdded))
+		b.progressf("6 OpenAI door, run %d/%d: first byte added %s (floor %s), per chunk %s (floor %s), non-streaming added %s (floor %s)",
+			i+1, p.runs, us(r.ttfbAdded.p50), us(r.ttfbFloorAdded.p50), us(r.perChunkAdded), us(r.perChunkFloorAdded),
+			us(r.plainAdded.p50), us(r.plainFloorAdded.p50))
 		doors, startups = append(doors, r), append(startups, r.startup)
 	}
 
@@ -261,8 +269,8 @@ func (b *harness) readyRuns(ctx context.Context) ([]readyRun, error) {
 		if err != nil {
 			return nil, fmt.Errorf("measurement 2 (ready path), run %d: %w", i+1, err)
 		}
-		b.progressf("2 ready path, run %d/%d: host p50 %s, direct p50 %s, added %s",
-			i+1, p.runs, ms(r.host.p50), ms(r.direct.p50), us(r.added.p50))
+		b.progressf("2 ready path, run %d/%d: host p50 %s, direct p50 %s, floor p50 %s, added %s (floor %s)",
+			i+1, p.runs, ms(r.host.p50), ms(r.direct.p50), ms(r.floor.p50), us(r.added.p50), us(r.floorAdded.p50))
 		ready = append(ready, r)
 	}
 	return ready, nil

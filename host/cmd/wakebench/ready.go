@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/sim"
@@ -34,6 +35,8 @@ const readyWithin = 5 * time.Second
 type readyRun struct {
 	host, direct latency
 	added        latency // host minus direct, p50 and p99
+	floor        latency // the same completion through the floor proxy
+	floorAdded   latency // floor minus direct
 	errs         []error
 	fp           footprint
 	startup      time.Duration
@@ -53,6 +56,13 @@ func (b *harness) ready(ctx context.Context, run int) (r readyRun, err error) {
 
 	direct := newDirect(proxy)
 	defer direct.client.CloseIdleConnections()
+	fl, err := startFloor(ctx, proxy)
+	if err != nil {
+		return r, err
+	}
+	defer func() { err = errors.Join(err, fl.stop()) }()
+	viaFloor := newDirect(fl.base)
+	defer viaFloor.client.CloseIdleConnections()
 	viaHost := func(session string) (time.Duration, error) {
 		reply, d, err := h.ask(ctx, session, readyMessage)
 		if err == nil && reply != "echo: "+readyMessage {
@@ -67,24 +77,26 @@ func (b *harness) ready(ctx context.Context, run int) (r readyRun, err error) {
 		if _, err := direct.complete(ctx); err != nil {
 			return r, fmt.Errorf("warm-up: %w", err)
 		}
+		if _, err := viaFloor.complete(ctx); err != nil {
+			return r, fmt.Errorf("warm-up, floor: %w", err)
+		}
 	}
-	var hostLat, directLat []time.Duration
+	var hostLat, directLat, floorLat []time.Duration
 	for i := range b.plan.readyPairs {
 		if ctx.Err() != nil {
 			return r, ctx.Err()
 		}
-		// Alternate which goes first, so that neither always runs on the
-		// other's warm caches.
-		first, second := "host", "direct"
-		if i%2 == 1 {
-			first, second = second, first
-		}
-		for _, path := range []string{first, second} {
+		// Rotate which goes first, so that none always runs on the
+		// others' warm caches.
+		for _, path := range rotate([]string{"host", "direct", "floor"}, i) {
 			var d time.Duration
 			var err error
-			if path == "host" {
+			switch path {
+			case "host":
 				d, err = viaHost(fmt.Sprintf("r%d-%d", run, i))
-			} else {
+			case "floor":
+				d, err = viaFloor.complete(ctx)
+			default:
 				d, err = direct.complete(ctx)
 			}
 			switch {
@@ -92,6 +104,8 @@ func (b *harness) ready(ctx context.Context, run int) (r readyRun, err error) {
 				r.errs = append(r.errs, err)
 			case path == "host":
 				hostLat = append(hostLat, d)
+			case path == "floor":
+				floorLat = append(floorLat, d)
 			default:
 				directLat = append(directLat, d)
 			}
@@ -99,6 +113,8 @@ func (b *harness) ready(ctx context.Context, run int) (r readyRun, err error) {
 	}
 	r.host, r.direct = latencyOf(hostLat), latencyOf(directLat)
 	r.added = latency{r.host.p50 - r.direct.p50, r.host.p99 - r.direct.p99}
+	r.floor = latencyOf(floorLat)
+	r.floorAdded = latency{r.floor.p50 - r.direct.p50, r.floor.p99 - r.direct.p99}
 	r.fp, err = h.footprint()
 	return r, err
 }
@@ -193,4 +209,11 @@ func (d *direct) complete(ctx context.Context) (time.Duration, error) {
 		return 0, fmt.Errorf("direct completion: unexpected body %.200s", data)
 	}
 	return lat, nil
+}
+
+// rotate is paths turned left by i: the i-th pair of a run starts with
+// path i mod len(paths).
+func rotate(paths []string, i int) []string {
+	k := i % len(paths)
+	return slices.Concat(paths[k:], paths[:k])
 }

@@ -13,7 +13,9 @@ import (
 const (
 	asleepP99Target   = 20 * time.Millisecond  // measurement 1: p99 at concurrency 64
 	firstAskTarget    = 20 * time.Millisecond  // measurement 1: the ask that fires the wake does not wait for it
-	readyAddedTarget  = 500 * time.Microsecond // measurement 2: added at p50
+	readyAdded50      = 350 * time.Microsecond // measurements 2 and 6: added to a non-streaming completion at p50
+	readyAdded99      = time.Millisecond       // ... and at p99
+	floorRatio        = 2.5                    // measurements 2 and 6: the host's added time at p50 within this multiple of the floor's
 	readinessLagLimit = clientPoll             // measurement 4: median within one client poll
 )
 
@@ -52,25 +54,40 @@ func asleepRows(p plan, runs []asleepRun) []row {
 
 // readyRows are measurement 2's rows.
 func readyRows(p plan, runs []readyRun) []row {
-	var viaHost, direct []latency
-	var added50, added99 []time.Duration
+	var viaHost, direct, viaFloor []latency
+	var added50, added99, floor50, floor99 []time.Duration
 	var errs []error
 	for _, r := range runs {
-		viaHost, direct = append(viaHost, r.host), append(direct, r.direct)
+		viaHost, direct, viaFloor = append(viaHost, r.host), append(direct, r.direct), append(viaFloor, r.floor)
 		added50, added99 = append(added50, r.added.p50), append(added99, r.added.p99)
+		floor50, floor99 = append(floor50, r.floorAdded.p50), append(floor99, r.floorAdded.p99)
 		errs = append(errs, r.errs...)
 	}
-	h, d := medianLatency(viaHost), medianLatency(direct)
-	a50, a99 := median(added50), median(added99)
+	h, d, f := medianLatency(viaHost), medianLatency(direct), medianLatency(viaFloor)
+	a50, a99, f50, f99 := median(added50), median(added99), median(floor50), median(floor99)
+	clean := len(errs) == 0
 	rows := []row{
 		{"2", fmt.Sprintf("ready path through POST /api/chat (%d turns, concurrency 1, a new session each, model delay 0): p50 / p99", p.readyPairs),
 			ms(h.p50) + " / " + ms(h.p99), noTarget, noTarget},
 		{"2", "the same completion sent straight to the model, POST {proxyUrl}/v1/chat/completions, interleaved with the above: p50 / p99",
 			ms(d.p50) + " / " + ms(d.p99), noTarget, noTarget},
+		{"2", "the same completion through the floor, a bare httputil.ReverseProxy in a process of its own, interleaved: p50 / p99",
+			ms(f.p50) + " / " + ms(f.p99), noTarget, noTarget},
+		{"2", "added by the floor (floor − direct, per run): p50 / p99", us(f50) + " / " + us(f99), noTarget, noTarget},
 		{"2", "added by the host (host − direct, per run): p50 / p99",
-			us(a50) + " / " + us(a99), "p50 < 0.5 ms", verdict(len(errs) == 0 && a50 < readyAddedTarget)},
+			us(a50) + " / " + us(a99), "< 0.35 / 1.0 ms", verdict(clean && a50 < readyAdded50 && a99 < readyAdded99)},
+		{"2", "added by the host, as a multiple of the floor's added time at p50",
+			ratio(a50, f50), "≤ 2.5×", verdict(clean && f50 > 0 && float64(a50) <= floorRatio*float64(f50))},
 	}
-	return append(rows, errorRows("2", "ready-path requests", errs, len(runs)*2*p.readyPairs)...)
+	return append(rows, errorRows("2", "ready-path requests", errs, len(runs)*3*p.readyPairs)...)
+}
+
+// ratio is a/b with one decimal, "–" when b is not positive.
+func ratio(a, b time.Duration) string {
+	if b <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f×", float64(a)/float64(b))
 }
 
 // burstRows are measurement 3's rows.
