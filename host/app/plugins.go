@@ -75,7 +75,7 @@ func (a *App) models(getenv func(string) string, simulate bool, observer resolve
 	pods := make(map[string]*resolve.Resolver)         // by pod: the view GET /api/pods serves
 	resolvers := make(map[[2]string]*resolve.Resolver) // by pod and path: shared by providers
 	for i, p := range a.cfg.Providers {
-		m := &resolve.Model{Name: p.Name, Provider: a.provs[i], ModelName: p.Model}
+		m := &resolve.Model{Name: p.Name, Provider: resolve.NewDirect(a.provs[i]), ModelName: p.Model}
 		switch {
 		case p.Pod != "":
 			key := [2]string{p.Pod, p.Path}

@@ -31,7 +31,7 @@ func TestOldProtocolPlugin(t *testing.T) {
 		t.Fatal("app.New started a host with a protocol 2 provider plugin")
 	}
 	want := "providers[0].plugin: plugin oldplugin: " + filepath.Join(binDir, "oldplugin") +
-		" failed the go-plugin handshake: it speaks plugin protocol 2 and this host speaks protocol 3: rebuild it against this release's plugins/pluginapi"
+		" failed the go-plugin handshake: it speaks plugin protocol 2 and this host speaks protocols 3 to 4: rebuild it against this release's plugins/pluginapi"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("app.New error:\n%v\nwant one starting\n%s", err, want)
 	}

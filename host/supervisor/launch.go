@@ -48,9 +48,14 @@ func (p *process) launchPlugin(ctx context.Context) (*instance, error) {
 	cmd.Env = append(append([]string{}, p.spec.Env...), pluginapi.EnvLogLevel+"="+hlog.GetLevel().String())
 	setProcAttr(cmd)
 	watched := &exitWatch{GRPCPlugin: pluginapi.PluginMap[p.kind].(plugin.GRPCPlugin)}
+	set := plugin.PluginSet{p.kind: watched}
+	versions := map[int]plugin.PluginSet{}
+	for v := pluginapi.MinProtocolVersion; v <= pluginapi.ProtocolVersion; v++ {
+		versions[v] = set // one adapter: it calls only what the version has
+	}
 	client := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginapi.Handshake,
-		Plugins:          plugin.PluginSet{p.kind: watched},
+		VersionedPlugins: versions,
 		Cmd:              cmd,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         true,
@@ -82,6 +87,10 @@ func (p *process) launchPlugin(ctx context.Context) (*instance, error) {
 	if err != nil {
 		client.Kill()
 		return nil, fmt.Errorf("plugin %s: %s does not serve %q: %w", p.spec.Name, p.spec.Path, p.kind, err)
+	}
+	if pr, ok := impl.(protocol3Provider); ok && p.kind == pluginapi.KindProvider && client.NegotiatedVersion() < 4 {
+		// Protocol 3 has no Route: every completion goes through Stream.
+		impl = protocol3{pr}
 	}
 	inst := &instance{impl: impl, pid: client.ID(), started: started}
 	inst.exited, inst.kill = exitSignal(watched.ctx, client.Kill)
@@ -137,3 +146,14 @@ func handshakeProblem(err error) string {
 	}
 	return fmt.Sprintf("it printed %.80q instead of a handshake line", line)
 }
+
+// protocol3Provider is what a provider plugin of protocol 3 serves.
+type protocol3Provider interface {
+	pluginapi.Provider
+	pluginapi.Streamer
+	pluginapi.Prober
+}
+
+// protocol3 is a provider plugin that negotiated protocol 3: the adapter
+// without its Route, which the plugin does not serve.
+type protocol3 struct{ protocol3Provider }

@@ -18,6 +18,7 @@ var (
 	conductorBin string
 	openaiBin    string
 	testBin      string
+	protocol3Bin string
 	garbageBin   string
 )
 
@@ -44,6 +45,7 @@ func run(m *testing.M) int {
 		"github.com/wakeonchat/wakeonchat/plugins/provider-openai/cmd/wake-plugin-provider-openai",
 		"./testdata/testplugin",
 		"./testdata/garbage",
+		"./testdata/protocol3",
 	)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -54,6 +56,7 @@ func run(m *testing.M) int {
 	openaiBin = filepath.Join(dir, "wake-plugin-provider-openai")
 	testBin = filepath.Join(dir, "testplugin")
 	garbageBin = filepath.Join(dir, "garbage")
+	protocol3Bin = filepath.Join(dir, "protocol3")
 	return m.Run()
 }
 

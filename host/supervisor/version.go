@@ -17,6 +17,6 @@ func versionProblem(line string) (string, bool) {
 	if m == nil {
 		return "", false
 	}
-	return fmt.Sprintf("it speaks plugin protocol %s and this host speaks protocol %d: rebuild it against this release's plugins/pluginapi (see plugins/README.md, \"Protocol versions\")",
-		m[1], pluginapi.ProtocolVersion), true
+	return fmt.Sprintf("it speaks plugin protocol %s and this host speaks protocols %d to %d: rebuild it against this release's plugins/pluginapi (see plugins/README.md, \"Protocol versions\")",
+		m[1], pluginapi.MinProtocolVersion, pluginapi.ProtocolVersion), true
 }

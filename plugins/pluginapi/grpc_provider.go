@@ -139,6 +139,7 @@ type providerServer struct {
 	pb.UnimplementedProviderServer
 	impl   Streamer
 	prober Prober // nil when the Provider is no Prober
+	router Router // nil when the Provider is no Router
 }
 
 func newProviderServer(impl Provider) *providerServer {
@@ -147,7 +148,8 @@ func newProviderServer(impl Provider) *providerServer {
 		s = StreamFromComplete(impl)
 	}
 	p, _ := impl.(Prober)
-	return &providerServer{impl: s, prober: p}
+	r, _ := impl.(Router)
+	return &providerServer{impl: s, prober: p, router: r}
 }
 
 func (s *providerServer) Stream(req *pb.StreamRequest, srv pb.Provider_StreamServer) error {

@@ -11,9 +11,15 @@ import (
 
 // ProtocolVersion is the plugin protocol this package speaks. Protocol 2
 // replaced the Provider's Complete call with Stream; protocol 3 added the
-// Provider's Probe. A plugin built against an earlier protocol fails the
-// host's handshake.
-const ProtocolVersion = 3
+// Provider's Probe; protocol 4 added the Provider's Route, with which the
+// host sends an OpenAI-compatible model's completions itself. The host
+// also takes a plugin of MinProtocolVersion or later (VersionedPlugins):
+// its completions go through its Stream. A plugin built against an
+// earlier protocol fails the host's handshake.
+const ProtocolVersion = 4
+
+// MinProtocolVersion is the earliest protocol the host still serves.
+const MinProtocolVersion = 3
 
 // Handshake is the go-plugin handshake every wake-on-chat plugin answers.
 // ProtocolVersion changes only when the proto changes incompatibly; the

@@ -1,17 +1,10 @@
 package openai
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
-	"unicode"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -22,14 +15,11 @@ import (
 // when it makes its own HTTP client.
 const MaxIdleConns = 64
 
-// DefaultTimeout caps one completion (D6: the RunPod proxy gives up at
-// 100 s, so 120 s never cuts a request the proxy would have completed).
-const DefaultTimeout = 120 * time.Second
+// DefaultTimeout caps one completion (D6, pluginapi.DefaultCompletionTimeout).
+const DefaultTimeout = pluginapi.DefaultCompletionTimeout
 
-const (
-	maxErrorBody = 64 << 10 // the part of an error answer that is looked at
-	maxExcerpt   = 100      // runes of a model's error message kept
-)
+// maxErrorBody is the part of an error answer that is looked at.
+const maxErrorBody = 64 << 10
 
 // Config configures a Client. The zero value works: no key, 120 s.
 type Config struct {
@@ -117,52 +107,19 @@ func (c *Client) Stream(ctx context.Context, req pluginapi.StreamRequest) (*plug
 }
 
 func (c *Client) stream(ctx context.Context, req pluginapi.StreamRequest) (*pluginapi.StreamResponse, error) {
-	target, err := apiURL(req.Endpoint, "/chat/completions")
-	if err != nil {
-		return nil, &pluginapi.CompletionError{Message: err.Error()}
-	}
-	timeout := capTimeout(ctx, c.timeout)
-	parent := ctx
-	ctx, cancel := context.WithCancel(ctx)
-	// The cap: until the head, then between two reads of the body.
-	cap := &idleCap{timer: time.AfterFunc(timeout, cancel), d: timeout}
-	aborted := func(status int) error {
-		return &pluginapi.CompletionError{Status: status, Aborted: true, Message: abortedMessage(parent, timeout)}
-	}
-	fail := func(err error) (*pluginapi.StreamResponse, error) {
-		cap.timer.Stop()
-		cancel()
-		return nil, err
-	}
+	route, _ := c.Route(ctx, req.Endpoint)
+	return pluginapi.OpenAIStream(ctx, c.http, route, req.Body)
+}
 
-	httpReq, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(req.Body))
-	if err != nil {
-		return fail(&pluginapi.CompletionError{Message: "build request: " + pluginapi.ErrorClass(err)})
-	}
-	httpReq.Header.Set("Content-Type", "application/json")
-	httpReq.Header.Set("Accept", "application/json, text/event-stream")
-	c.authorize(httpReq.Header)
+var _ pluginapi.Router = (*Client)(nil)
 
-	resp, err := c.http.Do(httpReq)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fail(aborted(0))
-		}
-		return fail(&pluginapi.CompletionError{TransportFailure: true, Message: "no response: " + pluginapi.ErrorClass(err)})
-	}
-	if resp.StatusCode != http.StatusOK {
-		// An error body that fails to arrive changes nothing: the status
-		// is the answer.
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		_ = resp.Body.Close()
-		return fail(&pluginapi.CompletionError{Status: resp.StatusCode, Message: c.statusMessage(resp.StatusCode, body), Body: c.errorBody(body)})
-	}
-	cap.reset()
-	return &pluginapi.StreamResponse{
-		Status: resp.StatusCode,
-		Header: resp.Header,
-		Body:   &body{r: resp.Body, cap: cap, cancel: cancel, ctx: ctx, aborted: aborted},
-	}, nil
+// Route is a completion's route to endpoint (protocol 4): the model speaks
+// the OpenAI API there, so the host may send it itself, with the API key
+// as a bearer token and the completion timeout. The error is always nil.
+func (c *Client) Route(_ context.Context, endpoint string) (pluginapi.Route, error) {
+	r := pluginapi.Route{Direct: true, BaseURL: endpoint, Timeout: c.timeout, Header: http.Header{}}
+	c.authorize(r.Header)
+	return r, nil
 }
 
 // capTimeout is limit, or less when ctx's deadline comes sooner: the time
@@ -192,114 +149,10 @@ func (c *Client) authorize(h http.Header) {
 	}
 }
 
-// idleCap cancels the request when d passes without a read.
-type idleCap struct {
-	timer *time.Timer
-	d     time.Duration
-}
-
-func (c *idleCap) reset() { c.timer.Reset(c.d) }
-
-// body is a 200's body: each read restarts the cap, and a failure is
-// classified.
-type body struct {
-	r       io.ReadCloser
-	cap     *idleCap
-	cancel  context.CancelFunc
-	ctx     context.Context
-	aborted func(status int) error
-}
-
-func (b *body) Read(p []byte) (int, error) {
-	n, err := b.r.Read(p)
-	if n > 0 {
-		b.cap.reset()
-	}
-	switch {
-	case err == nil, errors.Is(err, io.EOF):
-		return n, err
-	case b.ctx.Err() != nil:
-		return n, b.aborted(http.StatusOK)
-	}
-	return n, &pluginapi.CompletionError{Status: http.StatusOK, Message: "response body failed: " + pluginapi.ErrorClass(err)}
-}
-
-// Close cancels the request (a body not read to its end is not wanted).
-func (b *body) Close() error {
-	b.cap.timer.Stop()
-	b.cancel()
-	return b.r.Close()
-}
-
-// errorBody is an error answer's body for the host to relay: a JSON object
-// with the key redacted, or nil.
-func (c *Client) errorBody(b []byte) []byte {
-	var obj map[string]json.RawMessage
-	if len(b) == 0 || json.Unmarshal(b, &obj) != nil {
+// secrets are what the shared classification redacts: the key.
+func (c *Client) secrets() []string {
+	if c.key == "" {
 		return nil
 	}
-	if c.key != "" {
-		b = bytes.ReplaceAll(b, []byte(c.key), []byte(redacted))
-	}
-	return b
-}
-
-// apiURL is endpoint + path ("/chat/completions", "/models"). The error
-// never echoes the endpoint.
-func apiURL(endpoint, path string) (string, error) {
-	u, err := url.Parse(endpoint)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-		return "", errors.New("invalid endpoint: want an absolute http or https base url")
-	}
-	return strings.TrimRight(u.String(), "/") + path, nil
-}
-
-// statusMessage is "HTTP 502 Bad Gateway", or "HTTP 400: <message>" when
-// the body is a JSON error object (OpenAI: {"error":{"message":...}};
-// vLLM: {"object":"error","message":...}). HTML and other bodies are never
-// quoted.
-func (c *Client) statusMessage(status int, body []byte) string {
-	var e struct {
-		Error   json.RawMessage `json:"error"`
-		Message string          `json:"message"`
-	}
-	msg := ""
-	if json.Unmarshal(body, &e) == nil {
-		var nested struct {
-			Message string `json:"message"`
-		}
-		var flat string
-		switch {
-		case json.Unmarshal(e.Error, &nested) == nil && nested.Message != "":
-			msg = nested.Message
-		case json.Unmarshal(e.Error, &flat) == nil && flat != "":
-			msg = flat
-		default:
-			msg = e.Message
-		}
-	}
-	msg = c.excerpt(msg)
-	if msg == "" {
-		if text := http.StatusText(status); text != "" {
-			return fmt.Sprintf("HTTP %d %s", status, text)
-		}
-		return fmt.Sprintf("HTTP %d", status)
-	}
-	return fmt.Sprintf("HTTP %d: %s", status, msg)
-}
-
-// excerpt makes a model's error message safe to carry: one line, no
-// markup, the key redacted, at most maxExcerpt runes.
-func (c *Client) excerpt(s string) string {
-	if c.key != "" {
-		s = strings.ReplaceAll(s, string(c.key), redacted)
-	}
-	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }), " ")
-	if strings.ContainsAny(s, "<>") {
-		return ""
-	}
-	if r := []rune(s); len(r) > maxExcerpt {
-		s = string(r[:maxExcerpt]) + "…"
-	}
-	return s
+	return []string{string(c.key)}
 }

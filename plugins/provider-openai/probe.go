@@ -46,7 +46,7 @@ func (c *Client) Probe(ctx context.Context, endpoint string) (pluginapi.ProbeRes
 }
 
 func (c *Client) probe(ctx context.Context, endpoint string) pluginapi.ProbeResult {
-	target, err := apiURL(endpoint, "/models")
+	target, err := pluginapi.APIURL(endpoint, "/models")
 	if err != nil {
 		return pluginapi.ProbeResult{Message: err.Error()}
 	}
@@ -74,7 +74,7 @@ func (c *Client) probe(ctx context.Context, endpoint string) pluginapi.ProbeResu
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return pluginapi.ProbeResult{Status: resp.StatusCode, Message: c.statusMessage(resp.StatusCode, body)}
+		return pluginapi.ProbeResult{Status: resp.StatusCode, Message: pluginapi.StatusMessage(resp.StatusCode, body, c.secrets())}
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelList+1))
 	switch {

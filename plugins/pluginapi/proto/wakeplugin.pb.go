@@ -1047,6 +1047,127 @@ func (x *ProbeResponse) GetMessage() string {
 	return ""
 }
 
+type RouteRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Base URL of the model API as the host resolved it, such as
+	// https://host/v1.
+	Endpoint      string `protobuf:"bytes,1,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RouteRequest) Reset() {
+	*x = RouteRequest{}
+	mi := &file_wakeplugin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RouteRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RouteRequest) ProtoMessage() {}
+
+func (x *RouteRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_wakeplugin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RouteRequest.ProtoReflect.Descriptor instead.
+func (*RouteRequest) Descriptor() ([]byte, []int) {
+	return file_wakeplugin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RouteRequest) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+// RouteResponse mirrors pluginapi.Route.
+type RouteResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// True when the host may send the request itself (the model speaks the
+	// OpenAI chat-completions API at base_url).
+	Direct bool `protobuf:"varint,1,opt,name=direct,proto3" json:"direct,omitempty"`
+	// The model API's base URL.
+	BaseUrl string `protobuf:"bytes,2,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	// Headers to add to every request. Their values are secrets.
+	Headers []*Header `protobuf:"bytes,3,rep,name=headers,proto3" json:"headers,omitempty"`
+	// The completion's time cap until the head, then between two reads of
+	// the body, in milliseconds; 0 for the host's default.
+	TimeoutMs     int64 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RouteResponse) Reset() {
+	*x = RouteResponse{}
+	mi := &file_wakeplugin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RouteResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RouteResponse) ProtoMessage() {}
+
+func (x *RouteResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_wakeplugin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RouteResponse.ProtoReflect.Descriptor instead.
+func (*RouteResponse) Descriptor() ([]byte, []int) {
+	return file_wakeplugin_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RouteResponse) GetDirect() bool {
+	if x != nil {
+		return x.Direct
+	}
+	return false
+}
+
+func (x *RouteResponse) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+func (x *RouteResponse) GetHeaders() []*Header {
+	if x != nil {
+		return x.Headers
+	}
+	return nil
+}
+
+func (x *RouteResponse) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
 var File_wakeplugin_proto protoreflect.FileDescriptor
 
 const file_wakeplugin_proto_rawDesc = "" +
@@ -1116,14 +1237,23 @@ const file_wakeplugin_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\x05R\x06status\x12+\n" +
 	"\x11transport_failure\x18\x03 \x01(\bR\x10transportFailure\x12\x18\n" +
 	"\aaborted\x18\x04 \x01(\bR\aaborted\x12\x18\n" +
-	"\amessage\x18\x05 \x01(\tR\amessage2\x8d\x02\n" +
+	"\amessage\x18\x05 \x01(\tR\amessage\"*\n" +
+	"\fRouteRequest\x12\x1a\n" +
+	"\bendpoint\x18\x01 \x01(\tR\bendpoint\"\x99\x01\n" +
+	"\rRouteResponse\x12\x16\n" +
+	"\x06direct\x18\x01 \x01(\bR\x06direct\x12\x19\n" +
+	"\bbase_url\x18\x02 \x01(\tR\abaseUrl\x126\n" +
+	"\aheaders\x18\x03 \x03(\v2\x1c.wakeonchat.plugin.v1.HeaderR\aheaders\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs2\x8d\x02\n" +
 	"\x03GPU\x12S\n" +
 	"\x06GetPod\x12#.wakeonchat.plugin.v1.GetPodRequest\x1a$.wakeonchat.plugin.v1.GetPodResponse\x12Y\n" +
 	"\bStartPod\x12%.wakeonchat.plugin.v1.StartPodRequest\x1a&.wakeonchat.plugin.v1.StartPodResponse\x12V\n" +
-	"\aStopPod\x12$.wakeonchat.plugin.v1.StopPodRequest\x1a%.wakeonchat.plugin.v1.StopPodResponse2\xaf\x01\n" +
+	"\aStopPod\x12$.wakeonchat.plugin.v1.StopPodRequest\x1a%.wakeonchat.plugin.v1.StopPodResponse2\x81\x02\n" +
 	"\bProvider\x12Q\n" +
 	"\x06Stream\x12#.wakeonchat.plugin.v1.StreamRequest\x1a .wakeonchat.plugin.v1.StreamPart0\x01\x12P\n" +
-	"\x05Probe\x12\".wakeonchat.plugin.v1.ProbeRequest\x1a#.wakeonchat.plugin.v1.ProbeResponseB@Z>github.com/wakeonchat/wakeonchat/plugins/pluginapi/proto;protob\x06proto3"
+	"\x05Probe\x12\".wakeonchat.plugin.v1.ProbeRequest\x1a#.wakeonchat.plugin.v1.ProbeResponse\x12P\n" +
+	"\x05Route\x12\".wakeonchat.plugin.v1.RouteRequest\x1a#.wakeonchat.plugin.v1.RouteResponseB@Z>github.com/wakeonchat/wakeonchat/plugins/pluginapi/proto;protob\x06proto3"
 
 var (
 	file_wakeplugin_proto_rawDescOnce sync.Once
@@ -1137,7 +1267,7 @@ func file_wakeplugin_proto_rawDescGZIP() []byte {
 	return file_wakeplugin_proto_rawDescData
 }
 
-var file_wakeplugin_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_wakeplugin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_wakeplugin_proto_goTypes = []any{
 	(*GetPodRequest)(nil),     // 0: wakeonchat.plugin.v1.GetPodRequest
 	(*GetPodResponse)(nil),    // 1: wakeonchat.plugin.v1.GetPodResponse
@@ -1155,6 +1285,8 @@ var file_wakeplugin_proto_goTypes = []any{
 	(*CompletionFailure)(nil), // 13: wakeonchat.plugin.v1.CompletionFailure
 	(*ProbeRequest)(nil),      // 14: wakeonchat.plugin.v1.ProbeRequest
 	(*ProbeResponse)(nil),     // 15: wakeonchat.plugin.v1.ProbeResponse
+	(*RouteRequest)(nil),      // 16: wakeonchat.plugin.v1.RouteRequest
+	(*RouteResponse)(nil),     // 17: wakeonchat.plugin.v1.RouteResponse
 }
 var file_wakeplugin_proto_depIdxs = []int32{
 	2,  // 0: wakeonchat.plugin.v1.GetPodResponse.pod:type_name -> wakeonchat.plugin.v1.Pod
@@ -1164,21 +1296,24 @@ var file_wakeplugin_proto_depIdxs = []int32{
 	11, // 4: wakeonchat.plugin.v1.StreamPart.head:type_name -> wakeonchat.plugin.v1.StreamHead
 	13, // 5: wakeonchat.plugin.v1.StreamPart.failure:type_name -> wakeonchat.plugin.v1.CompletionFailure
 	12, // 6: wakeonchat.plugin.v1.StreamHead.headers:type_name -> wakeonchat.plugin.v1.Header
-	0,  // 7: wakeonchat.plugin.v1.GPU.GetPod:input_type -> wakeonchat.plugin.v1.GetPodRequest
-	4,  // 8: wakeonchat.plugin.v1.GPU.StartPod:input_type -> wakeonchat.plugin.v1.StartPodRequest
-	6,  // 9: wakeonchat.plugin.v1.GPU.StopPod:input_type -> wakeonchat.plugin.v1.StopPodRequest
-	9,  // 10: wakeonchat.plugin.v1.Provider.Stream:input_type -> wakeonchat.plugin.v1.StreamRequest
-	14, // 11: wakeonchat.plugin.v1.Provider.Probe:input_type -> wakeonchat.plugin.v1.ProbeRequest
-	1,  // 12: wakeonchat.plugin.v1.GPU.GetPod:output_type -> wakeonchat.plugin.v1.GetPodResponse
-	5,  // 13: wakeonchat.plugin.v1.GPU.StartPod:output_type -> wakeonchat.plugin.v1.StartPodResponse
-	7,  // 14: wakeonchat.plugin.v1.GPU.StopPod:output_type -> wakeonchat.plugin.v1.StopPodResponse
-	10, // 15: wakeonchat.plugin.v1.Provider.Stream:output_type -> wakeonchat.plugin.v1.StreamPart
-	15, // 16: wakeonchat.plugin.v1.Provider.Probe:output_type -> wakeonchat.plugin.v1.ProbeResponse
-	12, // [12:17] is the sub-list for method output_type
-	7,  // [7:12] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	12, // 7: wakeonchat.plugin.v1.RouteResponse.headers:type_name -> wakeonchat.plugin.v1.Header
+	0,  // 8: wakeonchat.plugin.v1.GPU.GetPod:input_type -> wakeonchat.plugin.v1.GetPodRequest
+	4,  // 9: wakeonchat.plugin.v1.GPU.StartPod:input_type -> wakeonchat.plugin.v1.StartPodRequest
+	6,  // 10: wakeonchat.plugin.v1.GPU.StopPod:input_type -> wakeonchat.plugin.v1.StopPodRequest
+	9,  // 11: wakeonchat.plugin.v1.Provider.Stream:input_type -> wakeonchat.plugin.v1.StreamRequest
+	14, // 12: wakeonchat.plugin.v1.Provider.Probe:input_type -> wakeonchat.plugin.v1.ProbeRequest
+	16, // 13: wakeonchat.plugin.v1.Provider.Route:input_type -> wakeonchat.plugin.v1.RouteRequest
+	1,  // 14: wakeonchat.plugin.v1.GPU.GetPod:output_type -> wakeonchat.plugin.v1.GetPodResponse
+	5,  // 15: wakeonchat.plugin.v1.GPU.StartPod:output_type -> wakeonchat.plugin.v1.StartPodResponse
+	7,  // 16: wakeonchat.plugin.v1.GPU.StopPod:output_type -> wakeonchat.plugin.v1.StopPodResponse
+	10, // 17: wakeonchat.plugin.v1.Provider.Stream:output_type -> wakeonchat.plugin.v1.StreamPart
+	15, // 18: wakeonchat.plugin.v1.Provider.Probe:output_type -> wakeonchat.plugin.v1.ProbeResponse
+	17, // 19: wakeonchat.plugin.v1.Provider.Route:output_type -> wakeonchat.plugin.v1.RouteResponse
+	14, // [14:20] is the sub-list for method output_type
+	8,  // [8:14] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_wakeplugin_proto_init() }
@@ -1197,7 +1332,7 @@ func file_wakeplugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_wakeplugin_proto_rawDesc), len(file_wakeplugin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

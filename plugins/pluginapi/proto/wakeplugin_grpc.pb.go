@@ -228,6 +228,7 @@ var GPU_ServiceDesc = grpc.ServiceDesc{
 const (
 	Provider_Stream_FullMethodName = "/wakeonchat.plugin.v1.Provider/Stream"
 	Provider_Probe_FullMethodName  = "/wakeonchat.plugin.v1.Provider/Probe"
+	Provider_Route_FullMethodName  = "/wakeonchat.plugin.v1.Provider/Route"
 )
 
 // ProviderClient is the client API for Provider service.
@@ -236,6 +237,7 @@ const (
 //
 // Provider is the model-API plugin kind (plugin map key "provider").
 // Protocol 2: Stream replaced protocol 1's Complete. Protocol 3 adds Probe.
+// Protocol 4 adds Route.
 type ProviderClient interface {
 	// Stream sends one chat completion request body to the model, exactly
 	// once, and never retries. The response is a stream of parts: first a
@@ -252,6 +254,13 @@ type ProviderClient interface {
 	// and must not count as use of it. A model that does not answer is data
 	// (ProbeResponse.answered false), not a gRPC error.
 	Probe(ctx context.Context, in *ProbeRequest, opts ...grpc.CallOption) (*ProbeResponse, error)
+	// Route (protocol 4) says where a completion to endpoint goes and how:
+	// for a model that speaks the OpenAI API (direct), the base URL, the
+	// headers to add (the API key's among them) and the time cap, with which
+	// the host sends the request and relays the answer itself; otherwise
+	// (not direct) every completion goes through Stream. A plugin without a
+	// route answers codes.Unimplemented.
+	Route(ctx context.Context, in *RouteRequest, opts ...grpc.CallOption) (*RouteResponse, error)
 }
 
 type providerClient struct {
@@ -291,12 +300,23 @@ func (c *providerClient) Probe(ctx context.Context, in *ProbeRequest, opts ...gr
 	return out, nil
 }
 
+func (c *providerClient) Route(ctx context.Context, in *RouteRequest, opts ...grpc.CallOption) (*RouteResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RouteResponse)
+	err := c.cc.Invoke(ctx, Provider_Route_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ProviderServer is the server API for Provider service.
 // All implementations must embed UnimplementedProviderServer
 // for forward compatibility.
 //
 // Provider is the model-API plugin kind (plugin map key "provider").
 // Protocol 2: Stream replaced protocol 1's Complete. Protocol 3 adds Probe.
+// Protocol 4 adds Route.
 type ProviderServer interface {
 	// Stream sends one chat completion request body to the model, exactly
 	// once, and never retries. The response is a stream of parts: first a
@@ -313,6 +333,13 @@ type ProviderServer interface {
 	// and must not count as use of it. A model that does not answer is data
 	// (ProbeResponse.answered false), not a gRPC error.
 	Probe(context.Context, *ProbeRequest) (*ProbeResponse, error)
+	// Route (protocol 4) says where a completion to endpoint goes and how:
+	// for a model that speaks the OpenAI API (direct), the base URL, the
+	// headers to add (the API key's among them) and the time cap, with which
+	// the host sends the request and relays the answer itself; otherwise
+	// (not direct) every completion goes through Stream. A plugin without a
+	// route answers codes.Unimplemented.
+	Route(context.Context, *RouteRequest) (*RouteResponse, error)
 	mustEmbedUnimplementedProviderServer()
 }
 
@@ -328,6 +355,9 @@ func (UnimplementedProviderServer) Stream(*StreamRequest, grpc.ServerStreamingSe
 }
 func (UnimplementedProviderServer) Probe(context.Context, *ProbeRequest) (*ProbeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Probe not implemented")
+}
+func (UnimplementedProviderServer) Route(context.Context, *RouteRequest) (*RouteResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Route not implemented")
 }
 func (UnimplementedProviderServer) mustEmbedUnimplementedProviderServer() {}
 func (UnimplementedProviderServer) testEmbeddedByValue()                  {}
@@ -379,6 +409,24 @@ func _Provider_Probe_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Provider_Route_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RouteRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ProviderServer).Route(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Provider_Route_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ProviderServer).Route(ctx, req.(*RouteRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Provider_ServiceDesc is the grpc.ServiceDesc for Provider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -389,6 +437,10 @@ var Provider_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Probe",
 			Handler:    _Provider_Probe_Handler,
+		},
+		{
+			MethodName: "Route",
+			Handler:    _Provider_Route_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -13,6 +13,8 @@
 //	Complete model "crash" exits mid-call; model "size" answers that many
 //	         bytes, the last message's content in decimal; else "echo: " + the
 //	         last message
+//	Route    endpoint ".../crash" exits mid-call; ".../plugin" no route; else
+//	         direct to the endpoint with header X-Test: $TESTPLUGIN_SECRET
 //	Probe endpoint ".../crash" exits mid-call; ".../hang" never answers;
 //	         ".../broken" returns an error; ".../loading" is not answered, with
 //	         $TESTPLUGIN_SECRET in its message; else answered
@@ -21,11 +23,13 @@ package main
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
@@ -119,6 +123,17 @@ func (provider) Probe(ctx context.Context, endpoint string) (pluginapi.ProbeResu
 		return pluginapi.ProbeResult{Status: 502, Message: "HTTP 502 from " + os.Getenv("TESTPLUGIN_SECRET")}, nil
 	}
 	return pluginapi.ProbeResult{Answered: true, Status: 200}, nil
+}
+
+func (provider) Route(_ context.Context, endpoint string) (pluginapi.Route, error) {
+	switch endpoint[strings.LastIndex(endpoint, "/")+1:] {
+	case "crash":
+		os.Exit(3)
+	case "plugin":
+		return pluginapi.Route{}, pluginapi.ErrNoRoute
+	}
+	return pluginapi.Route{Direct: true, BaseURL: endpoint, Timeout: 7 * time.Second,
+		Header: http.Header{"X-Test": {os.Getenv("TESTPLUGIN_SECRET")}}}, nil
 }
 
 func main() {
