@@ -180,7 +180,8 @@ func (c *Client) logOutcome(action, name string, o outcome) {
 		c.log.Warn(action+" requested: in flight (the connection was cut after the request was sent; its answer is lost)",
 			"pod", name, "error", o.Error)
 	case o.joined != "":
-		c.log.Info(action+" requested: the pod is already "+o.joined+" (RunPod answered 409)", "pod", name, "status", o.Status)
+		c.log.Info(action+" requested: the pod is already where it leads (RunPod answered 409)",
+			"pod", name, "status", o.Status, "pod_status", o.joined)
 	case o.Requested:
 		c.log.Info(action+" accepted", "pod", name, "status", o.Status)
 	case o.noFreeGPU:

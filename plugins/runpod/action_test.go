@@ -49,13 +49,13 @@ func TestStartStopPod(t *testing.T) {
 		{
 			name: "start while starting joins the wake", call: start, status: runpodfake.Starting,
 			want:     pluginapi.StartResult{Requested: true, Status: 409},
-			wantLog:  "info start requested: the pod is already STARTING (RunPod answered 409)",
+			wantLog:  "info start requested: the pod is already where it leads (RunPod answered 409)",
 			wantReqs: []runpodfake.Request{post("start"), get}, wantStatus: runpodfake.Starting,
 		},
 		{
 			name: "start while running joins", call: start, status: runpodfake.Running,
 			want:    pluginapi.StartResult{Requested: true, Status: 409},
-			wantLog: "info start requested: the pod is already RUNNING (RunPod answered 409)",
+			wantLog: "info start requested: the pod is already where it leads (RunPod answered 409)",
 		},
 		{
 			name: "start a terminated pod is refused", call: start, status: runpodfake.Terminated,
@@ -138,7 +138,7 @@ func TestStartStopPod(t *testing.T) {
 		{
 			name: "stop an exited pod: it is stopped", call: stop, status: runpodfake.Exited,
 			want:     pluginapi.StartResult{Requested: true, Status: 409},
-			wantLog:  "info stop requested: the pod is already EXITED (RunPod answered 409)",
+			wantLog:  "info stop requested: the pod is already where it leads (RunPod answered 409)",
 			wantReqs: []runpodfake.Request{post("stop"), get},
 		},
 		{
