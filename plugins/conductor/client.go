@@ -59,7 +59,7 @@ type Client struct {
 	startTimeout  time.Duration
 	token         Token
 	http          *http.Client
-	startHTTP     *http.Client // http for starts and stops: see startClient
+	startHTTP     *http.Client // http for starts and stops: see pluginapi.SendClient
 	log           hclog.Logger
 }
 
@@ -96,7 +96,7 @@ func New(cfg Config) (*Client, error) {
 	if c.http == nil {
 		c.http = pluginapi.NewHTTPClient()
 	}
-	c.startHTTP = startClient(c.http)
+	c.startHTTP = pluginapi.SendClient(c.http)
 	if c.log == nil {
 		c.log = hclog.NewNullLogger()
 	}

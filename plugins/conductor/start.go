@@ -61,8 +61,8 @@ func (c *Client) send(ctx context.Context, name, action string, withToken bool) 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	var sent written
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, sent.trace()),
+	var sent pluginapi.Sent
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, sent.Trace()),
 		http.MethodPost, c.podURL(name, action), strings.NewReader("{}"))
 	if err != nil {
 		return pluginapi.StartResult{Error: pluginapi.ErrorClass(err)}
@@ -83,7 +83,7 @@ func (c *Client) send(ctx context.Context, name, action string, withToken bool) 
 
 	canceled := parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded)
 	switch {
-	case sent.whole() && ctx.Err() != nil:
+	case sent.Whole() && ctx.Err() != nil:
 		waited := timeout
 		if canceled {
 			waited = time.Since(began)
@@ -93,7 +93,7 @@ func (c *Client) send(ctx context.Context, name, action string, withToken bool) 
 		return pluginapi.StartResult{Error: "canceled"}
 	case ctx.Err() != nil:
 		return pluginapi.StartResult{Error: "ETIMEDOUT"}
-	case sent.whole():
+	case sent.Whole():
 		// Written whole, then cut: whether the conductor got it is
 		// unknown, and a start it got goes on.
 		return pluginapi.StartResult{Requested: true, Lost: true, Error: pluginapi.ErrorClass(err)}

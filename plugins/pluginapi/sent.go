@@ -1,4 +1,4 @@
-package conductor
+package pluginapi
 
 import (
 	"context"
@@ -9,29 +9,30 @@ import (
 	"sync/atomic"
 )
 
-// This file answers, for a start or stop whose connection failed before
-// an answer, whether the request was written whole (D2): then the
-// conductor may have it and it is in flight; otherwise it was not sent.
+// This file answers, for a GPU plugin's start or stop whose connection
+// failed before an answer, whether the request was written whole (design
+// D2): then the provider may have it and it is in flight; otherwise it was
+// not sent. The conductor and RunPod plugins use it.
 //
 // httptrace's WroteRequest alone cannot tell: the transport calls it once
 // the request is in its write buffer, and writes the buffer to the
 // connection afterwards, so a cut before a small request reached the
 // socket still reports it written. A start therefore goes on a connection
-// of its own (no keep-alive, HTTP/1.1), dialled through startConn, which
+// of its own (no keep-alive, HTTP/1.1), dialled through sendConn, which
 // notes a write that failed or was short; the request was written whole
 // when WroteRequest reported no error and no write on its connection
 // failed. A connection of its own also means a start is never written on
-// a kept-alive connection the conductor has just closed, a cut that would
+// a kept-alive connection the provider has just closed, a cut that would
 // otherwise look like one after sending.
 
-// startConn is a connection a start request goes on. It notes whether a
-// write failed.
-type startConn struct {
+// sendConn is a connection a start or stop request goes on. It notes
+// whether a write failed.
+type sendConn struct {
 	net.Conn
 	writeFailed atomic.Bool
 }
 
-func (c *startConn) Write(p []byte) (int, error) {
+func (c *sendConn) Write(p []byte) (int, error) {
 	n, err := c.Conn.Write(p)
 	if err != nil || n < len(p) {
 		c.writeFailed.Store(true)
@@ -39,12 +40,13 @@ func (c *startConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// startClient is base for start and stop requests: its transport cloned
-// with no keep-alive and no HTTP/2, dialling through startConn. A client
-// whose transport is not an *http.Transport, or that dials TLS itself, is
-// used as it is: for it, WroteRequest alone says whether the request was
-// written.
-func startClient(base *http.Client) *http.Client {
+// SendClient returns base for start and stop requests: its transport
+// cloned with no keep-alive and no HTTP/2, dialling through a connection
+// that notes a failed write. Follow each request sent with it with a Sent.
+// A client whose transport is not an *http.Transport, or that dials TLS
+// itself, is returned as it is: for it, WroteRequest alone says whether the
+// request was written.
+func SendClient(base *http.Client) *http.Client {
 	rt := base.Transport
 	if rt == nil {
 		rt = http.DefaultTransport
@@ -66,27 +68,31 @@ func startClient(base *http.Client) *http.Client {
 		if err != nil {
 			return nil, err
 		}
-		return &startConn{Conn: conn}, nil
+		return &sendConn{Conn: conn}, nil
 	}
 	c := *base
 	c.Transport = t
 	return &c
 }
 
-// written follows one request: use its trace, then ask whole.
-type written struct {
-	wrote atomic.Bool               // WroteRequest reported no error
-	conn  atomic.Pointer[startConn] // the request's connection, when it is a startConn
+// Sent follows one request sent with a SendClient: put Trace in the
+// request's context, then ask Whole once its round trip has returned. The
+// zero value is ready to use; a Sent follows one request only.
+type Sent struct {
+	wrote atomic.Bool              // WroteRequest reported no error
+	conn  atomic.Pointer[sendConn] // the request's connection, when it is a sendConn
 }
 
-func (w *written) trace() *httptrace.ClientTrace {
+// Trace is the client trace to put in the request's context
+// (httptrace.WithClientTrace).
+func (w *Sent) Trace() *httptrace.ClientTrace {
 	return &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
 			conn := info.Conn
 			if tc, ok := conn.(*tls.Conn); ok {
 				conn = tc.NetConn()
 			}
-			if sc, ok := conn.(*startConn); ok {
+			if sc, ok := conn.(*sendConn); ok {
 				w.conn.Store(sc)
 			}
 		},
@@ -98,9 +104,9 @@ func (w *written) trace() *httptrace.ClientTrace {
 	}
 }
 
-// whole reports whether the request was written whole to its connection.
+// Whole reports whether the request was written whole to its connection.
 // Call it once the request's round trip has returned.
-func (w *written) whole() bool {
+func (w *Sent) Whole() bool {
 	if !w.wrote.Load() {
 		return false
 	}
