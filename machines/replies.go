@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -69,19 +70,19 @@ func replyKeys() []ReplyKey {
 // sources. They are the design's wording.
 func DefaultReplies() map[ReplyKey]string {
 	return map[ReplyKey]string{
-		ReplyWaking:           "Waking the GPU brain — that takes about {{.EtaMinutes}} minutes. Ask me again in a few minutes.",
+		ReplyWaking:           "Waking the GPU brain — that takes about {{plural .EtaMinutes \"minute\" \"minutes\"}}. Ask me again in a few minutes.",
 		ReplyStillWaking:      "Still waking — {{.ElapsedMinutes}} min elapsed, usually ready by ~{{.EtaMinutes}}. Ask again shortly.",
-		ReplyStillWakingLate:  "Still waking — {{.ElapsedMinutes}} min elapsed, taking longer than the usual {{.EtaMinutes}} minutes. Ask again shortly.",
+		ReplyStillWakingLate:  "Still waking — {{.ElapsedMinutes}} min elapsed, taking longer than the usual {{plural .EtaMinutes \"minute\" \"minutes\"}}. Ask again shortly.",
 		ReplyRewake:           "The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.",
 		ReplyLoading:          "The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.",
 		ReplyLoadingWaking:    "Still waking — {{.ElapsedMinutes}} min elapsed; the GPU is up and the model is loading. Ask again shortly.",
-		ReplyStuck:            "The model server has been up for {{.LoadingMinutes}} minutes and still is not answering — it may be stuck. Someone needs to look at the pod.",
+		ReplyStuck:            "The model server has been up for {{plural .LoadingMinutes \"minute\" \"minutes\"}} and still is not answering — it may be stuck. Someone needs to look at the pod.",
 		ReplyCrashed:          "The model server answered at {{.ReadyAt}} but has stopped answering — it may have crashed. Someone needs to look at the pod.",
 		ReplyUnreadable:       "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.",
-		ReplyReadyThenStopped: "The GPU woke and was ready at {{.ReadyAt}}, then stopped — it shuts down after {{.IdleMinutes}} idle minutes. Waking it again — about {{.EtaMinutes}} minutes.",
-		ReplyNeverReady:       "The wake requested at {{.WakeRequestedAt}} did not complete — the GPU never became ready. Waking it again — about {{.EtaMinutes}} minutes.",
-		ReplyRefused:          "The last wake request was refused by the conductor (HTTP {{.Status}}). Waking it again — about {{.EtaMinutes}} minutes.",
-		ReplyWakeFailed:       "The last wake request may not have reached the conductor. Trying again — about {{.EtaMinutes}} minutes.",
+		ReplyReadyThenStopped: "The GPU woke and was ready at {{.ReadyAt}}, then stopped — it shuts down after {{plural .IdleMinutes \"idle minute\" \"idle minutes\"}}. Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
+		ReplyNeverReady:       "The wake requested at {{.WakeRequestedAt}} did not complete — the GPU never became ready. Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
+		ReplyRefused:          "The last wake request was refused by the conductor (HTTP {{.Status}}). Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
+		ReplyWakeFailed:       "The last wake request may not have reached the conductor. Trying again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
 		ReplyResumeWaiting:    "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU.",
 	}
 }
@@ -110,6 +111,25 @@ type ReplyData struct {
 	ReadyAt         string // when the last ready boot became ready: "15:04 UTC", date-prefixed when not today
 	WakeRequestedAt string // when the current wake was requested, same format
 	Status          int    // the HTTP status of a refused start
+}
+
+// ReplyFuncs returns the functions a reply template can call, beside
+// ReplyData's fields. There is one:
+//
+//	{{plural .EtaMinutes "minute" "minutes"}}
+//
+// renders the number and the word that agrees with it: "1 minute",
+// "0 minutes", "9 minutes".
+func ReplyFuncs() template.FuncMap {
+	return template.FuncMap{"plural": plural}
+}
+
+// plural is n and one, when n is 1 or -1, else n and many.
+func plural(n int, one, many string) string {
+	if n == 1 || n == -1 {
+		return strconv.Itoa(n) + " " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // SampleReplyData is the data every reply is rendered against at load, so a
@@ -168,7 +188,7 @@ func ParseReplies(texts map[ReplyKey]string) (*Replies, error) {
 			errs = append(errs, &ReplyError{Key: k, Err: errors.New("missing or empty")})
 			continue
 		}
-		t, err := template.New(string(k)).Option("missingkey=error").Parse(src)
+		t, err := template.New(string(k)).Option("missingkey=error").Funcs(ReplyFuncs()).Parse(src)
 		if err != nil {
 			errs = append(errs, &ReplyError{Key: k, Err: err})
 			continue
