@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"text/template/parse"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/specs"
@@ -172,8 +173,10 @@ func CheckPlain(text string) error {
 }
 
 // ParseReplies parses one template per reply key. Every key must be present,
-// no other key may be, and each template must render SampleReplyData as
-// plain text: no URL, no markdown. Errors are *ReplyError naming the key.
+// no other key may be, and each template must be plain text: no URL, no
+// markdown in any text of it, in every branch ({{if}}, {{else}}, {{range}},
+// {{with}}, {{define}}) and string constant, and none in what it renders
+// from SampleReplyData. Errors are *ReplyError naming the key.
 func ParseReplies(texts map[ReplyKey]string) (*Replies, error) {
 	r := &Replies{t: make(map[ReplyKey]*template.Template, len(ReplyKeys))}
 	var errs []error
@@ -193,6 +196,10 @@ func ParseReplies(texts map[ReplyKey]string) (*Replies, error) {
 			errs = append(errs, &ReplyError{Key: k, Err: err})
 			continue
 		}
+		if err := checkPlainTree(t); err != nil {
+			errs = append(errs, &ReplyError{Key: k, Err: err})
+			continue
+		}
 		r.t[k] = t
 		out, err := r.Render(k, SampleReplyData())
 		if err != nil {
@@ -207,6 +214,89 @@ func ParseReplies(texts map[ReplyKey]string) (*Replies, error) {
 		return nil, errors.Join(errs...)
 	}
 	return r, nil
+}
+
+// checkPlainTree checks every text of t's parse trees with CheckPlain:
+// rendering the sample data takes one path through a template, and a
+// branch it does not take may hold a URL or markdown all the same. A text
+// right after an action is checked as the middle of a line, so that
+// markdown's line-start marks ("- ", "# ") match only where a line starts.
+func checkPlainTree(t *template.Template) error {
+	for _, tt := range t.Templates() {
+		if tt.Tree == nil {
+			continue
+		}
+		if err := checkPlainNode(tt.Tree.Root, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lineMiddle stands for what comes before a text on its line: a word and
+// a space, so that a line-start mark does not match and a URL still does.
+const lineMiddle = "x "
+
+// checkPlainNode checks the texts of n; midLine says n's output follows
+// another's on its line.
+func checkPlainNode(n parse.Node, midLine bool) error {
+	switch n := n.(type) {
+	case *parse.TextNode:
+		if midLine {
+			return CheckPlain(lineMiddle + string(n.Text))
+		}
+		return CheckPlain(string(n.Text))
+	case *parse.StringNode:
+		return CheckPlain(lineMiddle + n.Text)
+	case *parse.ListNode:
+		if n == nil { // an {{if}} without {{else}}
+			return nil
+		}
+		prevAction := midLine
+		for _, c := range n.Nodes {
+			if err := checkPlainNode(c, prevAction); err != nil {
+				return err
+			}
+			_, prevAction = c.(*parse.ActionNode)
+		}
+	case *parse.ActionNode:
+		return checkPlainNode(n.Pipe, true)
+	case *parse.PipeNode:
+		if n == nil { // {{template "name"}}
+			return nil
+		}
+		for _, c := range n.Cmds {
+			if err := checkPlainNode(c, true); err != nil {
+				return err
+			}
+		}
+	case *parse.CommandNode:
+		for _, a := range n.Args {
+			if err := checkPlainNode(a, true); err != nil {
+				return err
+			}
+		}
+	case *parse.ChainNode:
+		return checkPlainNode(n.Node, true)
+	case *parse.TemplateNode:
+		return checkPlainNode(n.Pipe, true)
+	case *parse.IfNode:
+		return checkPlainBranch(&n.BranchNode)
+	case *parse.RangeNode:
+		return checkPlainBranch(&n.BranchNode)
+	case *parse.WithNode:
+		return checkPlainBranch(&n.BranchNode)
+	}
+	return nil
+}
+
+func checkPlainBranch(b *parse.BranchNode) error {
+	for _, n := range []parse.Node{b.Pipe, b.List, b.ElseList} {
+		if err := checkPlainNode(n, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // MustDefaultReplies parses DefaultReplies; it panics only if the defaults

@@ -49,6 +49,16 @@ func TestParseRepliesErrors(t *testing.T) {
 		{"a bare domain", with(ReplyRewake, "See status.example.com for news."), `reply "rewake": contains a URL ("example.com")`},
 		{"markdown bold", with(ReplyLoading, "The model is **loading**."), `reply "loading": contains markdown ("**")`},
 		{"markdown link", with(ReplyLoading, "The model is [loading](x)."), `reply "loading": contains markdown ("[loading](")`},
+		// The sample data takes none of these branches: each text is checked.
+		{"markdown in an if branch", with(ReplyLoading, `{{if eq .Pod "llama"}}The model is **loading**.{{end}}Ask again.`), `reply "loading": contains markdown ("**")`},
+		{"a URL in an else branch", with(ReplyRewake, `{{if .Pod}}Ask again.{{else}}See www.example.org.{{end}}`), `reply "rewake": contains a URL ("www.")`},
+		{"a link in a range's else", with(ReplyRewake, `{{range .EtaMinutes}}.{{else}}[news](x){{end}}`), `reply "rewake": contains markdown ("[news](")`},
+		{"markdown in an if in a range", with(ReplyStuck, "Up {{range .ElapsedMinutes}}{{if gt . 100}}\n# Long{{end}}{{end}}for {{.LoadingMinutes}} min."), `reply "stuck": contains markdown ("#")`},
+		{"a URL in a with's else", with(ReplyCrashed, `{{with .ReadyAt}}At {{.}}.{{else}}See https://status.example.{{end}}`), `reply "crashed": contains a URL ("https://")`},
+		{"a URL in a string in an action", with(ReplyRewake, `Ask again.{{if eq .Status 0}}{{"status.example.com"}}{{end}}`), `reply "rewake": contains a URL ("example.com")`},
+		{"a URL in a template never called", with(ReplyRewake, `{{define "x"}}https://x.example{{end}}Ask again.`), `reply "rewake": contains a URL ("https://")`},
+		{"a URL after an action", with(ReplyRewake, `Ask {{.Pod}}www.example.org again.`), `reply "rewake": contains a URL ("www.")`},
+		{"a URL in a called template", with(ReplyRewake, `{{define "x"}}{{if .Pod}}a{{else}}x.com{{end}}{{end}}Ask {{template "x" .}} again.`), `reply "rewake": contains a URL ("x.com")`},
 		{"empty", with(ReplyRefused, "  "), `reply "refused": missing or empty`},
 		{"missing", without, `reply "stuck": missing or empty`},
 		{"unknown key", with("snoozing", "zzz"), `reply "snoozing": unknown reply`},
@@ -63,6 +73,17 @@ func TestParseRepliesErrors(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// A template whose branches are plain passes, and a dash after an action
+// is not a markdown list.
+func TestParseRepliesPlainBranches(t *testing.T) {
+	t.Parallel()
+	texts := DefaultReplies()
+	texts[ReplyRewake] = `{{if eq .Status 0}}Not ready.{{else if .Pod}}Ask {{.Pod}} - again.{{end}}{{range .EtaMinutes}}.{{end}}{{with .EtaAt}} Due {{.}}.{{end}}{{template "t"}}{{define "t"}} Bye.{{end}}`
+	if _, err := ParseReplies(texts); err != nil {
+		t.Fatal(err)
 	}
 }
 
