@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/template"
+	"text/template/parse"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/engine"
@@ -71,19 +73,19 @@ func replyKeysOf(t engine.Table) []ReplyKey {
 // sources. They are the design's wording.
 func DefaultReplies() map[ReplyKey]string {
 	return map[ReplyKey]string{
-		ReplyWaking:           "Waking the GPU brain — that takes about {{.EtaMinutes}} minutes. Ask me again in a few minutes.",
+		ReplyWaking:           "Waking the GPU brain — that takes about {{plural .EtaMinutes \"minute\" \"minutes\"}}. Ask me again in a few minutes.",
 		ReplyStillWaking:      "Still waking — {{.ElapsedMinutes}} min elapsed, usually ready by ~{{.EtaMinutes}}. Ask again shortly.",
-		ReplyStillWakingLate:  "Still waking — {{.ElapsedMinutes}} min elapsed, taking longer than the usual {{.EtaMinutes}} minutes. Ask again shortly.",
+		ReplyStillWakingLate:  "Still waking — {{.ElapsedMinutes}} min elapsed, taking longer than the usual {{plural .EtaMinutes \"minute\" \"minutes\"}}. Ask again shortly.",
 		ReplyRewake:           "The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.",
 		ReplyLoading:          "The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.",
 		ReplyLoadingWaking:    "Still waking — {{.ElapsedMinutes}} min elapsed; the GPU is up and the model is loading. Ask again shortly.",
-		ReplyStuck:            "The model server has been up for {{.LoadingMinutes}} minutes and still is not answering — it may be stuck. Someone needs to look at the pod.",
+		ReplyStuck:            "The model server has been up for {{plural .LoadingMinutes \"minute\" \"minutes\"}} and still is not answering — it may be stuck. Someone needs to look at the pod.",
 		ReplyCrashed:          "The model server answered at {{.ReadyAt}} but has stopped answering — it may have crashed. Someone needs to look at the pod.",
 		ReplyUnreadable:       "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.",
-		ReplyReadyThenStopped: "The GPU woke and was ready at {{.ReadyAt}}, then stopped — it shuts down after {{.IdleMinutes}} idle minutes. Waking it again — about {{.EtaMinutes}} minutes.",
-		ReplyNeverReady:       "The wake requested at {{.WakeRequestedAt}} did not complete — the GPU never became ready. Waking it again — about {{.EtaMinutes}} minutes.",
-		ReplyRefused:          "The last wake request was refused by the conductor (HTTP {{.Status}}). Waking it again — about {{.EtaMinutes}} minutes.",
-		ReplyWakeFailed:       "The last wake request may not have reached the conductor. Trying again — about {{.EtaMinutes}} minutes.",
+		ReplyReadyThenStopped: "The GPU woke and was ready at {{.ReadyAt}}, then stopped — it shuts down after {{plural .IdleMinutes \"idle minute\" \"idle minutes\"}}. Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
+		ReplyNeverReady:       "The wake requested at {{.WakeRequestedAt}} did not complete — the GPU never became ready. Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
+		ReplyRefused:          "The last wake request was refused by the conductor (HTTP {{.Status}}). Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
+		ReplyWakeFailed:       "The last wake request may not have reached the conductor. Trying again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
 		ReplyResumeWaiting:    "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU.",
 	}
 }
@@ -112,6 +114,25 @@ type ReplyData struct {
 	ReadyAt         string // when the last ready boot became ready: "15:04 UTC", date-prefixed when not today
 	WakeRequestedAt string // when the current wake was requested, same format
 	Status          int    // the HTTP status of a refused start
+}
+
+// ReplyFuncs returns the functions a reply template can call, beside
+// ReplyData's fields. There is one:
+//
+//	{{plural .EtaMinutes "minute" "minutes"}}
+//
+// renders the number and the word that agrees with it: "1 minute",
+// "0 minutes", "9 minutes".
+func ReplyFuncs() template.FuncMap {
+	return template.FuncMap{"plural": plural}
+}
+
+// plural is n and one, when n is 1 or -1, else n and many.
+func plural(n int, one, many string) string {
+	if n == 1 || n == -1 {
+		return strconv.Itoa(n) + " " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }
 
 // SampleReplyData is the data every reply is rendered against at load, so a
@@ -154,8 +175,10 @@ func CheckPlain(text string) error {
 }
 
 // ParseReplies parses one template per reply key. Every key must be present,
-// no other key may be, and each template must render SampleReplyData as
-// plain text: no URL, no markdown. Errors are *ReplyError naming the key.
+// no other key may be, and each template must be plain text: no URL, no
+// markdown in any text of it, in every branch ({{if}}, {{else}}, {{range}},
+// {{with}}, {{define}}) and string constant, and none in what it renders
+// from SampleReplyData. Errors are *ReplyError naming the key.
 func ParseReplies(texts map[ReplyKey]string) (*Replies, error) {
 	return parseReplies(ReplyKeys, texts)
 }
@@ -175,8 +198,12 @@ func parseReplies(keys []ReplyKey, texts map[ReplyKey]string) (*Replies, error) 
 			errs = append(errs, &ReplyError{Key: k, Err: errors.New("missing or empty")})
 			continue
 		}
-		t, err := template.New(string(k)).Option("missingkey=error").Parse(src)
+		t, err := template.New(string(k)).Option("missingkey=error").Funcs(ReplyFuncs()).Parse(src)
 		if err != nil {
+			errs = append(errs, &ReplyError{Key: k, Err: err})
+			continue
+		}
+		if err := checkPlainTree(t); err != nil {
 			errs = append(errs, &ReplyError{Key: k, Err: err})
 			continue
 		}
@@ -194,6 +221,89 @@ func parseReplies(keys []ReplyKey, texts map[ReplyKey]string) (*Replies, error) 
 		return nil, errors.Join(errs...)
 	}
 	return r, nil
+}
+
+// checkPlainTree checks every text of t's parse trees with CheckPlain:
+// rendering the sample data takes one path through a template, and a
+// branch it does not take may hold a URL or markdown all the same. A text
+// right after an action is checked as the middle of a line, so that
+// markdown's line-start marks ("- ", "# ") match only where a line starts.
+func checkPlainTree(t *template.Template) error {
+	for _, tt := range t.Templates() {
+		if tt.Tree == nil {
+			continue
+		}
+		if err := checkPlainNode(tt.Tree.Root, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lineMiddle stands for what comes before a text on its line: a word and
+// a space, so that a line-start mark does not match and a URL still does.
+const lineMiddle = "x "
+
+// checkPlainNode checks the texts of n; midLine says n's output follows
+// another's on its line.
+func checkPlainNode(n parse.Node, midLine bool) error {
+	switch n := n.(type) {
+	case *parse.TextNode:
+		if midLine {
+			return CheckPlain(lineMiddle + string(n.Text))
+		}
+		return CheckPlain(string(n.Text))
+	case *parse.StringNode:
+		return CheckPlain(lineMiddle + n.Text)
+	case *parse.ListNode:
+		if n == nil { // an {{if}} without {{else}}
+			return nil
+		}
+		prevAction := midLine
+		for _, c := range n.Nodes {
+			if err := checkPlainNode(c, prevAction); err != nil {
+				return err
+			}
+			_, prevAction = c.(*parse.ActionNode)
+		}
+	case *parse.ActionNode:
+		return checkPlainNode(n.Pipe, true)
+	case *parse.PipeNode:
+		if n == nil { // {{template "name"}}
+			return nil
+		}
+		for _, c := range n.Cmds {
+			if err := checkPlainNode(c, true); err != nil {
+				return err
+			}
+		}
+	case *parse.CommandNode:
+		for _, a := range n.Args {
+			if err := checkPlainNode(a, true); err != nil {
+				return err
+			}
+		}
+	case *parse.ChainNode:
+		return checkPlainNode(n.Node, true)
+	case *parse.TemplateNode:
+		return checkPlainNode(n.Pipe, true)
+	case *parse.IfNode:
+		return checkPlainBranch(&n.BranchNode)
+	case *parse.RangeNode:
+		return checkPlainBranch(&n.BranchNode)
+	case *parse.WithNode:
+		return checkPlainBranch(&n.BranchNode)
+	}
+	return nil
+}
+
+func checkPlainBranch(b *parse.BranchNode) error {
+	for _, n := range []parse.Node{b.Pipe, b.List, b.ElseList} {
+		if err := checkPlainNode(n, false); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // MustDefaultReplies parses DefaultReplies; it panics only if the defaults

@@ -42,7 +42,7 @@ import (
 // Options are what main (or a test) decides beyond wake.toml.
 type Options struct {
 	ConfigPath string
-	Listen     string // overrides [server] listen when set
+	Listen     string // overrides [server] listen when set: wakehost's -listen, as its errors say
 	// Simulate starts the built-in simulator and points the host at it: a
 	// conductor and a model on loopback, a fresh temporary data dir, and a
 	// clock running Scale times faster than the wall clock.
@@ -228,7 +228,11 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
 	if err != nil {
-		return nil, fmt.Errorf("server.listen: %w", err)
+		key := "server.listen"
+		if o.Listen != "" {
+			key = "-listen" // the flag that overrides it
+		}
+		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	a.ln = chat.Listener(ln, 0) // net/http's own refusals answer JSON too
 	a.page = a.statusPage(pod)

@@ -32,7 +32,7 @@ func (a *App) openAIDoor(getenv func(string) string, models map[string]*resolve.
 		if len(keys) == 0 {
 			// Never a door open by mistake: a variable named but empty
 			// refuses every request (RequireKey).
-			a.log.Error("openai door refuses every request: its API keys variable is not set", "api_keys_env", c.OpenAI.APIKeysEnv)
+			a.log.Error("openai door refuses every request: its API keys variable is empty or not set", "api_keys_env", c.OpenAI.APIKeysEnv)
 		}
 	}
 	return openai.New(openai.Config{

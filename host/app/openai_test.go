@@ -605,4 +605,8 @@ func TestOpenAIEmptyKeysVariableRefusesAll(t *testing.T) {
 	if line.Level != "ERROR" {
 		t.Errorf("the start-up line is %s, want ERROR", line.Level)
 	}
+	// The variable may be set, to nothing: the line does not say it is not set.
+	if want := "openai door refuses every request: its API keys variable is empty or not set"; line.Msg != want {
+		t.Errorf("the start-up line says %q, want %q", line.Msg, want)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,5 +88,52 @@ func TestWakehostMissingPlugin(t *testing.T) {
 	}
 	if path := filepath.Join(dir, e2e.ConductorBin); !strings.Contains(stderr.String(), path) {
 		t.Errorf("wakehost stderr does not name %s:\n%s", path, stderr.String())
+	}
+}
+
+// TestBusyListenAddress: a listen address already taken stops app.New
+// with an error naming where the address came from: the key
+// server.listen, or the -listen flag (Options.Listen) that overrides it.
+func TestBusyListenAddress(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { busy.Close() })
+	addr := busy.Addr().String()
+	fromFile := writeConfig(t, hostOptions{})
+	text, err := os.ReadFile(fromFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fromFile, bytes.Replace(text, []byte(`listen = "127.0.0.1:0"`), []byte(`listen = "`+addr+`"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, config, listen, want string
+	}{
+		{"from the file", fromFile, "", "server.listen: listen tcp " + addr + ": "},
+		{"from -listen", writeConfig(t, hostOptions{}), addr, "-listen: listen tcp " + addr + ": "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err, panicked := e2e.NewApp(app.Options{
+				ConfigPath: tc.config,
+				Listen:     tc.listen,
+				Logger:     slog.New(slog.DiscardHandler),
+				Getenv:     func(string) string { return "" },
+				Clock:      clock.NewFake(t0),
+				PluginDir:  binDir,
+			})
+			if a != nil {
+				a.Shutdown(context.Background())
+			}
+			if panicked != nil || a != nil || err == nil {
+				t.Fatalf("app.New: app %v, error %v, panic %v; want an error", a, err, panicked)
+			}
+			if !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("app.New: %q, want it to start %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -135,9 +135,11 @@ var propPolicyReplies = func() []*regexp.Regexp {
 		"EtaMinutes": `\d+`, "RemainingMinutes": `\d+`, "EtaAt": `(` + clockTime + `)?`,
 		"Status": `\d{3}`, "ReadyAt": clockTime, "WakeRequestedAt": clockTime,
 	}
+	// {{plural .EtaMinutes "minute" "minutes"}}, quoted: a number and either word.
+	plural := regexp.MustCompile(`\\\{\\\{plural \\\.\w+ "([^"]*)" "([^"]*)"\\\}\\\}`)
 	var out []*regexp.Regexp
 	for _, key := range machines.ReplyKeys {
-		pattern := regexp.QuoteMeta(machines.DefaultReplies()[key])
+		pattern := plural.ReplaceAllString(regexp.QuoteMeta(machines.DefaultReplies()[key]), `\d+ (?:$1|$2)`)
 		for name, re := range fields {
 			pattern = strings.ReplaceAll(pattern, regexp.QuoteMeta("{{."+name+"}}"), re)
 		}

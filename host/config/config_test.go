@@ -143,30 +143,6 @@ func TestCommittedWakeTOMLCommentsEveryKey(t *testing.T) {
 	}
 }
 
-// The checker's known keys, DefaultConfig as the decoder encodes it, are
-// exactly the keys of Config's toml tags and the reply keys.
-func TestDefaultsHaveEveryKey(t *testing.T) {
-	var b strings.Builder
-	if err := toml.NewEncoder(&b).Encode(defaults()); err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	md, err := toml.Decode(b.String(), &m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, k := range md.Keys() {
-		got = append(got, k.String())
-	}
-	want := allKeys()
-	slices.Sort(want)
-	slices.Sort(got)
-	if diff := cmp.Diff(want, slices.Compact(got)); diff != "" {
-		t.Errorf("keys of defaults() (-Config's keys +got):\n%s", diff)
-	}
-}
-
 // Every reply key machines lists is a key of [replies], with its default
 // from machines and its own override, with no code per key in this package.
 func TestRepliesAreMachinesReplyKeys(t *testing.T) {

@@ -9,12 +9,13 @@
 //  1. Defaults. [DefaultConfig] holds a working value for every key; each
 //     field's comment states its default, and the committed wake.toml shows
 //     every key with exactly that value (a test keeps the two equal).
-//  2. Strict decoding. The file is decoded over the defaults. A key
-//     DefaultConfig does not have (compared exactly, so a key that differs
-//     only in case is unknown), a value of the wrong type and a malformed
-//     duration are errors, all of them in the file's order, each naming the
-//     key and, when the decoder records one, its line; malformed TOML is an
-//     error with the decoder's line, column and message. A file's
+//  2. Strict decoding. The file is decoded over the defaults, one value at
+//     a time. A key Config does not have (a toml tag, or a reply key,
+//     compared exactly, so a key that differs only in case is unknown), a
+//     value of the wrong type and a malformed duration are errors, all of
+//     them in the file's order, each naming the key and, when the decoder
+//     records one, its line; malformed TOML is an error with the decoder's
+//     line, column and message. A file's
 //     [[providers]] tables replace the default provider; they are not merged
 //     into it. [replies] entries override single replies, and the reply keys
 //     are machines' own ([machines.ReplyKeys]): this package lists none.

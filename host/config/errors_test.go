@@ -212,6 +212,16 @@ waking = { text = "hi" }
 			want: []string{`line 2: replies.stuck: contains a URL ("www.")`},
 		},
 		{
+			name: "a URL in a branch the sample data does not take",
+			file: "[replies]\nwaking = \"Waking.\"\n\nrewake = '{{if eq .Status 0}}See https://status.example.{{end}}Ask again.'\n",
+			want: []string{`line 4: replies.rewake: contains a URL ("https://")`},
+		},
+		{
+			name: "markdown in a range's else",
+			file: "[replies]\nstuck = '{{range .LoadingMinutes}}.{{else}}**Stuck.**{{end}}'\n",
+			want: []string{`line 2: replies.stuck: contains markdown ("**")`},
+		},
+		{
 			name: "validation errors after decoding, lines where the file has the key",
 			file: `[timings]
 wake_window = "40m"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -56,28 +57,22 @@ func parse(data []byte, dir string) (Config, []*Error) {
 		return Config{}, []*Error{syntaxError(src, err)}
 	}
 
-	// Decode over the defaults. Tables merge key by key and [replies] entry
-	// by entry, but the file's [[providers]] replace the default provider:
-	// each is decoded over a Provider holding only the defaults of plugin
-	// and path (the decoder decodes into the elements of a slice long
-	// enough for the array).
+	// Decode over the defaults, key by key in the file's order, reporting
+	// every unknown key and every value the decoder rejects. Tables merge
+	// key by key and [replies] entry by entry, but the file's [[providers]]
+	// replace the default provider: each is decoded over a Provider holding
+	// only the defaults of plugin and path.
 	c := DefaultConfig()
 	if p, ok := top["providers"]; ok {
 		var tables []toml.Primitive
-		_ = md.PrimitiveDecode(p, &tables) // not an array: the decode below fails
+		_ = md.PrimitiveDecode(p, &tables) // not an array: reported below
 		c.Providers = slices.Repeat([]Provider{{Plugin: DefaultProviderPlugin, Path: DefaultProviderPath}}, len(tables))
 	}
-	_, decodeErr := toml.Decode(src, &c)
-
-	// Unknown keys, and every value the decoder rejects, in the file's order.
-	ch := newChecker(src, &md, decodeErr != nil)
-	ch.table(top, defaults(), "", nil, func(v any) map[string]any { return v.(map[string]any) }, true)
-	if len(ch.errs) > 0 {
-		ch.addLines(ch.errs)
-		return Config{}, ch.errs
-	}
-	if decodeErr != nil { // not expected: decoded alone, every value was accepted
-		return Config{}, []*Error{{Err: decodeErr}}
+	d := newDecoder(src, &md)
+	d.table(top, reflect.ValueOf(&c).Elem(), "", nil)
+	if len(d.errs) > 0 {
+		d.addLines(d.errs)
+		return Config{}, d.errs
 	}
 
 	// Relative directories are relative to the file.
@@ -88,7 +83,7 @@ func parse(data []byte, dir string) (Config, []*Error) {
 	c.Plugins.Dir = resolve(dir, c.Plugins.Dir)
 
 	if errs := c.validate(); len(errs) > 0 {
-		ch.addLines(errs)
+		d.addLines(errs)
 		return Config{}, errs
 	}
 	return c, nil

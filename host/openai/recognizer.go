@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -66,7 +67,15 @@ func NewRecognizer(texts map[machines.ReplyKey]string) (*Recognizer, error) {
 		marks = append(marks, regexp.QuoteMeta(m))
 	}
 	slices.Sort(marks)
-	split := regexp.MustCompile(strings.Join(marks, "|"))
+	split := regexp.MustCompile(strings.Join(marks, "|") + `|\x00word\d+\x00`)
+	// plural renders its number's marker and a marker for either word.
+	words := map[string]string{}
+	funcs := machines.ReplyFuncs()
+	funcs["plural"] = func(n int, one, many string) string {
+		m := "\x00word" + strconv.Itoa(len(words)) + "\x00"
+		words[m] = "(?:" + regexp.QuoteMeta(one) + "|" + regexp.QuoteMeta(many) + ")"
+		return strconv.Itoa(n) + " " + m
+	}
 
 	keys := make([]machines.ReplyKey, 0, len(texts))
 	for k := range texts {
@@ -75,7 +84,7 @@ func NewRecognizer(texts map[machines.ReplyKey]string) (*Recognizer, error) {
 	slices.Sort(keys)
 	alts := []string{regexp.QuoteMeta(machines.FallbackReply)}
 	for _, k := range keys {
-		t, err := template.New(string(k)).Option("missingkey=error").Parse(texts[k])
+		t, err := template.New(string(k)).Option("missingkey=error").Funcs(funcs).Parse(texts[k])
 		if err != nil {
 			return nil, fmt.Errorf("reply %s: %w", k, err)
 		}
@@ -88,7 +97,7 @@ func NewRecognizer(texts map[machines.ReplyKey]string) (*Recognizer, error) {
 		last := 0
 		for _, loc := range split.FindAllStringIndex(out, -1) {
 			pat.WriteString(regexp.QuoteMeta(out[last:loc[0]]))
-			pat.WriteString(fieldPatterns[out[loc[0]:loc[1]]])
+			pat.WriteString(cmp.Or(fieldPatterns[out[loc[0]:loc[1]]], words[out[loc[0]:loc[1]]]))
 			last = loc[1]
 		}
 		pat.WriteString(regexp.QuoteMeta(out[last:]))

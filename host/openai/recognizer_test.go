@@ -27,6 +27,9 @@ func TestRecognizerKnowsEveryReply(t *testing.T) {
 		{Pod: "qwen", ElapsedMinutes: 6, ExpectedMinutes: 9, EtaMinutes: 4, RemainingMinutes: 0,
 			EtaAt: machines.FormatClock(now.Add(-2*time.Minute), now), ReadyAt: machines.FormatClock(now, now),
 			WakeRequestedAt: machines.FormatClock(now.Add(-6*time.Minute), now), Status: 409},
+		// One of each: "1 minute", in the singular.
+		{Pod: "qwen", ElapsedMinutes: 1, ExpectedMinutes: 1, EtaMinutes: 1, RemainingMinutes: 1, LoadingMinutes: 1, IdleMinutes: 1,
+			EtaAt: machines.FormatClock(now, now), ReadyAt: machines.FormatClock(now, now), WakeRequestedAt: machines.FormatClock(now, now), Status: 409},
 	}
 	for _, k := range machines.ReplyKeys {
 		for _, d := range data {
