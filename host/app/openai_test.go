@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -604,5 +605,56 @@ func TestOpenAIEmptyKeysVariableRefusesAll(t *testing.T) {
 	line := h.log.WaitLine(t, "openai door refuses every request", 1, waitFor)
 	if line.Level != "ERROR" {
 		t.Errorf("the start-up line is %s, want ERROR", line.Level)
+	}
+}
+
+// What a page on another site can make a browser send without a CORS
+// preflight (text/plain, a form, multipart) is refused 415 before the door
+// does anything, even with every origin allowed: no completion, no start
+// request, the pod still asleep. The same body as JSON wakes it.
+func TestOpenAICrossSiteSimplePostWakesNothing(t *testing.T) {
+	h, _ := startDoor(t, doorOptions{openai: `cors_origins = ["*"]`})
+	s := h.sim(t)
+	const body = `{"model":"qwen","messages":[{"role":"user","content":"hello"}]}`
+	post := func(contentType string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(sdkContext(t), http.MethodPost, h.Base+"/v1/chat/completions", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Origin", "https://elsewhere.example")
+		resp, err := h.Client.Do(req)
+		if err != nil {
+			t.Fatalf("POST as %s: %v", contentType, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("POST as %s: %v", contentType, err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	const refused = `{"error":{"message":"Content-Type must be application/json","type":"invalid_request_error","param":null,"code":"unsupported_media_type"}}` + "\n"
+	for _, ct := range []string{"text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+		status, got := post(ct)
+		if status != http.StatusUnsupportedMediaType || got != refused {
+			t.Errorf("POST as %s: %d %s, want 415 %s", ct, status, got, refused)
+		}
+	}
+	if n, m := s.StartRequests("qwen"), s.Completions(); n != 0 || m != 0 {
+		t.Errorf("the refused requests sent %d start requests and %d completions, want none", n, m)
+	}
+	if p, _ := h.pod(t); p.State != "asleep" {
+		t.Errorf("state %q after the refused requests, want asleep", p.State)
+	}
+
+	status, got := post("application/json")
+	if status != http.StatusOK || !strings.Contains(got, e2e.ReplyWaking) {
+		t.Errorf("POST as application/json: %d %s, want the waking reply", status, got)
+	}
+	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	if n := s.StartRequests("qwen"); n != 1 {
+		t.Errorf("start requests after the JSON request: %d, want 1", n)
 	}
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
@@ -34,6 +36,18 @@ type message struct {
 
 // span is [start, end) in request.raw.
 type span struct{ start, end int }
+
+// checkMediaType refuses a request whose Content-Type is not JSON
+// (jsonhttp.IsJSON, the rule /api/chat has), before anything reads its body:
+// a page on another site can make a browser POST text/plain or a form to
+// the door without a CORS preflight, and such a request must not run a
+// completion or wake a pod.
+func checkMediaType(r *http.Request) *apiError {
+	if jsonhttp.IsJSON(r.Header.Get("Content-Type")) {
+		return nil
+	}
+	return &apiError{kind: kindMediaType, message: jsonhttp.WantJSON}
+}
 
 // parseRequest reads raw, a chat-completions request body, in one pass:
 // it is on every completion's way to the model. Its errors are 400s

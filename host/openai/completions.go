@@ -60,6 +60,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) string {
 		writeError(w, e)
 		return e.turnResult()
 	}
+	if e := checkMediaType(r); e != nil {
+		return refuse(e)
+	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError

@@ -2,7 +2,9 @@ package openai_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -295,3 +297,67 @@ type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time                         { return c.t }
 func (c fixedClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// readSpy is a request body that records whether anything read it.
+type readSpy struct {
+	io.Reader
+	read bool
+}
+
+func (r *readSpy) Read(p []byte) (int, error) {
+	r.read = true
+	return r.Reader.Read(p)
+}
+
+// A completion whose Content-Type is not application/json is a 415 before
+// the door does anything: its body is not read, and it reaches neither a
+// model nor the machine, so a cross-site page's text/plain or form POST
+// (which a browser sends without a preflight) wakes nothing.
+func TestCompletionsRefusesWhatIsNotJSON(t *testing.T) {
+	const body = `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`
+	tests := []struct {
+		contentType string
+		refused     bool
+	}{
+		{"", true},
+		{"text/plain", true},
+		{"text/plain;charset=UTF-8", true},
+		{"application/x-www-form-urlencoded", true},
+		{"multipart/form-data; boundary=x", true},
+		{"application/vnd.api+json", true},
+		{"application/json, text/plain", true},
+		{"application/json", false},
+		{"application/json; charset=utf-8", false},
+		{"Application/JSON", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.contentType, func(t *testing.T) {
+			d := newDoor(t, nil)
+			spy := &readSpy{Reader: strings.NewReader(body)}
+			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", spy)
+			if tt.contentType != "" {
+				r.Header.Set("Content-Type", tt.contentType)
+			}
+			w := do(d.Handler(), r)
+			if !tt.refused {
+				if w.Code != http.StatusOK || len(d.model.sent()) != 1 {
+					t.Errorf("status %d, %d model calls; want the model's 200: %s", w.Code, len(d.model.sent()), w.Body)
+				}
+				return
+			}
+			want := `{"error":{"message":"Content-Type must be application/json","type":"invalid_request_error","param":null,"code":"unsupported_media_type"}}` + "\n"
+			if diff := cmp.Diff(want, w.Body.String()); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+			if w.Code != http.StatusUnsupportedMediaType || w.Header().Get("X-Wake-State") != "unknown" {
+				t.Errorf("status %d (X-Wake-State %q), want 415, unknown", w.Code, w.Header().Get("X-Wake-State"))
+			}
+			if spy.read {
+				t.Error("the body was read")
+			}
+			if n, m := len(d.model.sent()), len(d.coord.notReadyCalls()); n != 0 || m != 0 {
+				t.Errorf("%d model calls and %d machine calls, want none", n, m)
+			}
+		})
+	}
+}

@@ -21,6 +21,7 @@ const (
 	kindNotFound                     // no such endpoint
 	kindMethod                       // the endpoint does not take this method
 	kindTooLarge                     // the body is over [server] max_body_bytes
+	kindMediaType                    // the Content-Type is not application/json
 	kindProviderFailed               // a provider or config-class failure (D5): never wakes
 	kindInternal                     // a bug on the host's side
 )
@@ -44,6 +45,7 @@ var errorClasses = map[kind]errorClass{
 	kindNotFound:         {status: http.StatusNotFound, typ: "invalid_request_error", code: "unknown_url"},
 	kindMethod:           {status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed", result: metrics.ResultMethodNotAllowed},
 	kindTooLarge:         {status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large", result: metrics.ResultTooLarge},
+	kindMediaType:        {status: http.StatusUnsupportedMediaType, typ: "invalid_request_error", code: "unsupported_media_type", result: metrics.ResultUnsupportedMediaType},
 	kindProviderFailed:   {status: http.StatusBadGateway, typ: "api_error", code: "provider_failed", result: metrics.ResultProviderFailed},
 	kindInternal:         {status: http.StatusInternalServerError, typ: "api_error", code: "internal_error", noRetry: true, result: metrics.ResultInternalError},
 }

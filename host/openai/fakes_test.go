@@ -173,9 +173,15 @@ func newDoor(t *testing.T, change func(*openai.Config)) *door {
 
 // post serves one POST /v1/chat/completions with body.
 func (d *door) post(body string) *http.Response {
-	r, _ := http.NewRequest(http.MethodPost, "http://door/v1/chat/completions", strings.NewReader(body))
-	w := do(d.Handler(), r)
+	w := do(d.Handler(), completionRequest(context.Background(), body))
 	return w.Result()
+}
+
+// completionRequest is a POST /v1/chat/completions of body, as JSON.
+func completionRequest(ctx context.Context, body string) *http.Request {
+	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://door/v1/chat/completions", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	return r
 }
 
 func readBody(t *testing.T, r *http.Response) string {

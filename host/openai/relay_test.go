@@ -100,6 +100,7 @@ func TestStreamClientDisconnectCancelsUpstream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions",
 		strings.NewReader(`{"model":"qwen","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -152,8 +153,7 @@ func TestStreamHeadWithTheFirstBytes(t *testing.T) {
 				return &pluginapi.StreamResponse{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: tt.body}, nil
 			}
 			w := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
-			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
-				strings.NewReader(`{"model":"qwen","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+			r := completionRequest(context.Background(), `{"model":"qwen","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 			d.Handler().ServeHTTP(w, r)
 			if w.Body.String() != events {
 				t.Errorf("body %q", w.Body.String())
