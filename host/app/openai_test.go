@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	openaisdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
 	"github.com/wakeonchat/wakeonchat/host/clock"
@@ -31,6 +32,9 @@ import (
 type doorOptions struct {
 	openai string            // the [openai] table's lines
 	env    map[string]string // Options.Getenv
+	// completionTimeout is [timings] completion_timeout; 0 leaves the
+	// default.
+	completionTimeout time.Duration
 }
 
 // startDoor runs a simulated host with opts and returns it with an SDK
@@ -38,7 +42,7 @@ type doorOptions struct {
 func startDoor(t *testing.T, o doorOptions, sdk ...option.RequestOption) (*testHost, openaisdk.Client) {
 	t.Helper()
 	clk := clock.NewFake(t0)
-	path := e2e.WriteConfig(t, e2e.Config{StartTimeout: startTimeout})
+	path := e2e.WriteConfig(t, e2e.Config{StartTimeout: startTimeout, CompletionTimeout: o.completionTimeout})
 	if o.openai != "" {
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
@@ -656,5 +660,48 @@ func TestOpenAICrossSiteSimplePostWakesNothing(t *testing.T) {
 	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests after the JSON request: %d, want 1", n)
+	}
+}
+
+// What bounds a stream is its silences, not its length: completion_timeout
+// caps the wait for the answer's head and then each wait for more. A model
+// that goes silent after its head and a chunk is ended, with the
+// documented error event (the SDK raises it) and a clean end of the
+// response, not a cut connection; an answer that keeps coming streams for
+// longer than completion_timeout, to its end.
+func TestOpenAIStreamIsBoundedBySilences(t *testing.T) {
+	const timeout = time.Second
+	h, c := startDoor(t, doorOptions{completionTimeout: timeout})
+	s := h.sim(t)
+	wakeToReady(t, h, c)
+
+	s.SetStreamGap(timeout / 3) // "echo: ", "a ", "long ", "answer ", "that ", "keeps ", "coming": 2 s
+	began := time.Now()
+	st := streamSDK(t, c, userTurn("a long answer that keeps coming"))
+	if st.content != "echo: a long answer that keeps coming" {
+		t.Errorf("a long answer: %q, want the whole echo", st.content)
+	}
+	if took := time.Since(began); took < timeout {
+		t.Errorf("the long answer took %v, want longer than completion_timeout (%v) for this test to show anything", took, timeout)
+	}
+
+	s.SetStreamGap(time.Hour) // the model holds the second word until its client leaves
+	stream := c.Chat.Completions.NewStreaming(sdkContext(t), userTurn("a silent model"))
+	defer stream.Close()
+	chunks := 0
+	for stream.Next() {
+		chunks++
+	}
+	var se *ssestream.StreamError
+	if err := stream.Err(); !errors.As(err, &se) ||
+		strings.TrimSpace(string(se.Event.Data)) != `{"error":{"message":"the model provider failed: the answer stopped before its end","type":"api_error","param":null,"code":"provider_failed"}}` {
+		t.Errorf("a silent model's stream ended with %v, want the door's error event", err)
+	}
+	if chunks != 2 { // the role, "echo: "
+		t.Errorf("%d chunks before the error, want the model's 2", chunks)
+	}
+	line := h.log.WaitLine(t, "openai answer broke off", 1, waitFor)
+	if line.Level != "ERROR" {
+		t.Errorf("openai answer broke off at %s, want ERROR", line.Level)
 	}
 }

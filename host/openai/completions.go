@@ -190,7 +190,7 @@ func (s *Server) fail(t *turn, e *apiError) {
 		writeError(t.w, e)
 		return
 	}
-	t.event(e.body())
+	t.event(s, e.body())
 }
 
 // failure maps a failed turn to its answer: a model's own complaint about

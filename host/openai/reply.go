@@ -92,11 +92,11 @@ func (s *Server) reply(t *turn, d machines.Decision) {
 		{Delta: delta{}, Logprobs: null, FinishReason: &stop},
 	} {
 		c.Choices = []chunkChoice{ch}
-		t.event(c)
+		t.event(s, c)
 	}
 	if t.req.includeUsage {
 		c.Choices, c.Usage = []chunkChoice{}, &usage{}
-		t.event(c)
+		t.event(s, c)
 	}
 	_ = t.write(s, []byte("data: [DONE]\n\n"))
 }
