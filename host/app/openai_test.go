@@ -705,3 +705,47 @@ func TestOpenAIStreamIsBoundedBySilences(t *testing.T) {
 		t.Errorf("openai answer broke off at %s, want ERROR", line.Level)
 	}
 }
+
+// n asks for that many choices, and a cold pod's reply has them all,
+// streaming or not: a client that shows n answers shows the reply n times
+// rather than finding choices it asked for missing.
+func TestOpenAIReplyHasNChoices(t *testing.T) {
+	_, c := startDoor(t, doorOptions{})
+	p := userTurn("hello")
+	p.N = openaisdk.Int(3)
+	cc, err := c.Chat.Completions.New(sdkContext(t), p)
+	if err != nil {
+		t.Fatalf("chat.completions.create: %v", err)
+	}
+	var got []string
+	for i, ch := range cc.Choices {
+		if ch.Index != int64(i) || ch.FinishReason != "stop" {
+			t.Errorf("choice %d: %s", i, ch.RawJSON())
+		}
+		got = append(got, ch.Message.Content)
+	}
+	if diff := cmp.Diff([]string{e2e.ReplyWaking, e2e.ReplyWaking, e2e.ReplyWaking}, got); diff != "" {
+		t.Errorf("non-streaming choices (-want +got):\n%s", diff)
+	}
+
+	st := c.Chat.Completions.NewStreaming(sdkContext(t), p)
+	defer st.Close()
+	acc := openaisdk.ChatCompletionAccumulator{}
+	for st.Next() {
+		acc.AddChunk(st.Current())
+	}
+	if err := st.Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	got = nil
+	for _, ch := range acc.Choices {
+		if ch.FinishReason != "stop" {
+			t.Errorf("streamed choice %d did not stop: %+v", ch.Index, ch)
+		}
+		got = append(got, ch.Message.Content)
+	}
+	still := e2e.ReplyStillWaking(0)
+	if diff := cmp.Diff([]string{still, still, still}, got); diff != "" {
+		t.Errorf("streamed choices (-want +got):\n%s", diff)
+	}
+}

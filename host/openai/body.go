@@ -21,6 +21,7 @@ type request struct {
 	model        string
 	stream       bool
 	includeUsage bool
+	choices      int // n: how many choices the answer has, 1 to maxChoices
 	messages     []message
 	modelAt      span // the model value's bytes
 	messagesAt   span // the messages value's bytes
@@ -33,6 +34,13 @@ type message struct {
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
 }
+
+// maxChoices is the most choices (n) a request may ask for: OpenAI's own
+// limit. A reply is sent as that many copies.
+const maxChoices = 128
+
+// badChoices is what n must be.
+const badChoices = "n must be an integer from 1 to 128"
 
 // span is [start, end) in request.raw.
 type span struct{ start, end int }
@@ -54,7 +62,7 @@ func checkMediaType(r *http.Request) *apiError {
 // naming the field; a malformed message is reported only once the whole
 // body proved to be JSON with a model and messages.
 func parseRequest(raw []byte) (*request, *apiError) {
-	req := &request{raw: raw}
+	req := &request{raw: raw, choices: 1}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, badRequest("", "the body must be a JSON object (a chat completions request)")
@@ -79,6 +87,13 @@ func parseRequest(raw []byte) (*request, *apiError) {
 		case "stream":
 			err = dec.Decode(&req.stream)
 			field, problem = "stream", "stream must be true or false"
+		case "n":
+			var n *int // null is the default, 1
+			err = dec.Decode(&n)
+			if n != nil {
+				req.choices = *n
+			}
+			field, problem = "n", badChoices
 		case "stream_options":
 			var so struct {
 				IncludeUsage *bool `json:"include_usage"`
@@ -95,7 +110,7 @@ func parseRequest(raw []byte) (*request, *apiError) {
 			return nil, notJSON(err)
 		}
 		switch key {
-		case "model", "messages", "stream", "stream_options":
+		case "model", "messages", "stream", "stream_options", "n":
 			if seen[key] {
 				return nil, badRequest(key, key+" appears more than once")
 			}
@@ -129,6 +144,8 @@ func parseRequest(raw []byte) (*request, *apiError) {
 		return nil, badRequest("messages", "messages must not be empty")
 	case badMessage != nil:
 		return nil, badMessage
+	case req.choices < 1 || req.choices > maxChoices:
+		return nil, badRequest("n", badChoices)
 	}
 	return req, nil
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,11 @@ func TestCompletionsBadRequests(t *testing.T) {
 		{"message not an object", `{"model":"qwen","messages":["hi"]}`, 400, "messages[0]", "messages[0] must be an object"},
 		{"message without a role", `{"model":"qwen","messages":[{"role":"user","content":"a"},{"content":"hi"}]}`, 400, "messages[1].role", "messages[1].role is required"},
 		{"stream not a bool", `{"model":"qwen","stream":"yes","messages":[{"role":"user","content":"hi"}]}`, 400, "stream", "stream must be true or false"},
+		{"n zero", `{"model":"qwen","n":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "n", "n must be an integer from 1 to 128"},
+		{"n over 128", `{"model":"qwen","n":129,"messages":[{"role":"user","content":"hi"}]}`, 400, "n", "n must be an integer from 1 to 128"},
+		{"n not an integer", `{"model":"qwen","n":1.5,"messages":[{"role":"user","content":"hi"}]}`, 400, "n", "n must be an integer from 1 to 128"},
+		{"n a string", `{"model":"qwen","n":"3","messages":[{"role":"user","content":"hi"}]}`, 400, "n", "n must be an integer from 1 to 128"},
+		{"n twice", `{"model":"qwen","n":2,"n":3,"messages":[{"role":"user","content":"hi"}]}`, 400, "n", "n appears more than once"},
 		{"unknown model", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model gpt-4o does not exist; GET /v1/models lists the models"},
 		{"unknown model, not a name", `{"model":"http://x/y z","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model does not exist; GET /v1/models lists the models"},
 		{"unknown model, a URL", `{"model":"https://evil.example/qwen","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model does not exist; GET /v1/models lists the models"},
@@ -120,6 +126,15 @@ func TestCompletionsRelaysAnAnswer(t *testing.T) {
 // the text, finish_reason stop, usage when asked, [DONE].
 func TestCompletionsNotReadyReply(t *testing.T) {
 	text := waking.Text
+	// chunk is one event of the reply's stream, with one choice.
+	chunk := func(index int, delta, finish string) string {
+		return `data: {"id":"chatcmpl-wake-test","object":"chat.completion.chunk","created":1796115600,"model":"qwen","choices":[{"index":` +
+			strconv.Itoa(index) + `,"delta":` + delta + `,"logprobs":null,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	choice := func(index int) string {
+		return `{"index":` + strconv.Itoa(index) + `,"message":{"role":"assistant","content":"` + text + `","refusal":null},"logprobs":null,"finish_reason":"stop"}`
+	}
+	role, content, stop := `{"role":"assistant","content":""}`, `{"content":"`+text+`"}`, `{}`
 	tests := []struct {
 		name string
 		body string
@@ -146,6 +161,27 @@ func TestCompletionsNotReadyReply(t *testing.T) {
 				`data: {"id":"chatcmpl-wake-test","object":"chat.completion.chunk","created":1796115600,"model":"qwen","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}` + "\n\n" +
 				`data: {"id":"chatcmpl-wake-test","object":"chat.completion.chunk","created":1796115600,"model":"qwen","choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}` + "\n\n" +
 				"data: [DONE]\n\n",
+		},
+		{
+			// n asks for that many choices: each is the reply.
+			name: "non-streaming, n 3",
+			body: `{"model":"qwen","n":3,"messages":[{"role":"user","content":"hi"}]}`,
+			want: `{"id":"chatcmpl-wake-test","object":"chat.completion","created":1796115600,"model":"qwen","choices":[` + choice(0) + "," + choice(1) + "," + choice(2) +
+				`],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}` + "\n",
+		},
+		{
+			name: "non-streaming, n null",
+			body: `{"model":"qwen","n":null,"messages":[{"role":"user","content":"hi"}]}`,
+			want: `{"id":"chatcmpl-wake-test","object":"chat.completion","created":1796115600,"model":"qwen","choices":[` + choice(0) +
+				`],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}` + "\n",
+		},
+		{
+			// One choice a chunk, as OpenAI streams n: each step for every
+			// choice in turn.
+			name: "streaming, n 2",
+			body: `{"model":"qwen","stream":true,"n":2,"messages":[{"role":"user","content":"hi"}]}`,
+			want: chunk(0, role, "null") + chunk(1, role, "null") + chunk(0, content, "null") + chunk(1, content, "null") +
+				chunk(0, stop, `"stop"`) + chunk(1, stop, `"stop"`) + "data: [DONE]\n\n",
 		},
 	}
 	for _, tt := range tests {
