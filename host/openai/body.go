@@ -28,11 +28,12 @@ type request struct {
 }
 
 // message is one of the request's messages: its bytes in request.raw and
-// the two fields the door reads.
+// the fields the door reads.
 type message struct {
 	raw     json.RawMessage
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	Name    json.RawMessage `json:"name"` // a participant's name; nil when absent
 }
 
 // maxChoices is the most choices (n) a request may ask for: OpenAI's own

@@ -85,6 +85,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) string {
 		s.cfg.Logger.Error("openai messages could not be prepared", "provider", p.Name, "err", scrub(err.Error()))
 		return refuse(&apiError{kind: kindInternal, message: "the messages could not be prepared"})
 	}
+	if removed == len(req.messages) {
+		return refuse(onlyReplies)
+	}
 	if removed > 0 {
 		s.cfg.Logger.Debug("openai: the host's own replies taken out of the messages", "provider", p.Name, "removed", removed)
 	}

@@ -39,6 +39,8 @@ func TestCompletionsBadRequests(t *testing.T) {
 		{"messages null", `{"model":"qwen","messages":null}`, 400, "messages", "messages must be an array of message objects"},
 		{"messages empty", `{"model":"qwen","messages":[]}`, 400, "messages", "messages must not be empty"},
 		{"message not an object", `{"model":"qwen","messages":["hi"]}`, 400, "messages[0]", "messages[0] must be an object"},
+		{"only the host's replies", `{"model":"qwen","messages":[{"role":"assistant","content":"` + waking.Text + `"},{"role":"assistant","content":"` + waking.Text + `"}]}`,
+			400, "messages", "messages holds only the host's own status replies, which never reach a model: there is nothing to send"},
 		{"message without a role", `{"model":"qwen","messages":[{"role":"user","content":"a"},{"content":"hi"}]}`, 400, "messages[1].role", "messages[1].role is required"},
 		{"stream not a bool", `{"model":"qwen","stream":"yes","messages":[{"role":"user","content":"hi"}]}`, 400, "stream", "stream must be true or false"},
 		{"n zero", `{"model":"qwen","n":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "n", "n must be an integer from 1 to 128"},
