@@ -749,3 +749,25 @@ func TestOpenAIReplyHasNChoices(t *testing.T) {
 		t.Errorf("streamed choices (-want +got):\n%s", diff)
 	}
 }
+
+// A request the model refuses as malformed (here content that is neither a
+// string nor parts) is the client's mistake: the client gets the model's
+// 400, and the log says so at INFO, not as the operator's ERROR.
+func TestOpenAIModelRefusalIsNoOperatorError(t *testing.T) {
+	h, c := startDoor(t, doorOptions{})
+	wakeToReady(t, h, c)
+	bad := openaisdk.ChatCompletionNewParams{Model: "qwen"}
+	bad.SetExtraFields(map[string]any{"messages": []any{map[string]any{"role": "user", "content": 5}}})
+	_, err := c.Chat.Completions.New(sdkContext(t), bad)
+	var apiErr *openaisdk.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || !strings.Contains(apiErr.Message, "content is neither a string nor an array of parts") {
+		t.Fatalf("a malformed message: %v, want the model's 400", err)
+	}
+	line := h.log.WaitLine(t, "openai request rejected by the model", 1, waitFor)
+	if line.Level != "INFO" {
+		t.Errorf("openai request rejected by the model at %s, want INFO", line.Level)
+	}
+	if n := len(h.log.Matching(t, "openai turn failed")); n != 0 {
+		t.Errorf("%d openai turn failed lines, want none: the operator has nothing to do", n)
+	}
+}

@@ -180,8 +180,9 @@ func (s *Server) failed(t *turn, err error) {
 		s.cfg.Logger.Debug("openai client left before the answer", "provider", t.p.Name)
 		return
 	}
-	s.cfg.Logger.Error("openai turn failed", "provider", t.p.Name, "err", scrub(err.Error()))
-	s.fail(t, failure(err))
+	e := failure(err)
+	s.logFailed(t.p, e, err)
+	s.fail(t, e)
 }
 
 // fail answers e: as its status before a stream's head, as an error event

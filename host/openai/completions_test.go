@@ -3,6 +3,7 @@ package openai_test
 import (
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -215,6 +216,7 @@ func TestCompletionsFailures(t *testing.T) {
 		status  int
 		body    string
 		noRetry bool
+		line    string // the one log line: its level and message
 	}{
 		{
 			name:    "config error",
@@ -222,12 +224,14 @@ func TestCompletionsFailures(t *testing.T) {
 			status:  502,
 			body:    `{"error":{"message":"the model provider is not usable: its configuration is incomplete (the host's log says why)","type":"api_error","param":null,"code":"provider_failed"}}`,
 			noRetry: true,
+			line:    "ERROR openai turn failed",
 		},
 		{
 			name:   "model answered 500",
 			err:    &resolve.ProviderError{Provider: "qwen", Status: 500, Err: &pluginapi.CompletionError{Status: 500, Message: "HTTP 500"}},
 			status: 502,
 			body:   `{"error":{"message":"the model provider failed: the model answered HTTP 500","type":"api_error","param":null,"code":"provider_failed"}}`,
+			line:   "ERROR openai turn failed",
 		},
 		{
 			name:    "aborted: the model may have it",
@@ -235,6 +239,7 @@ func TestCompletionsFailures(t *testing.T) {
 			status:  502,
 			body:    `{"error":{"message":"the model provider failed: the completion timed out","type":"api_error","param":null,"code":"provider_failed"}}`,
 			noRetry: true,
+			line:    "ERROR openai turn failed",
 		},
 		{
 			name: "model's 400 relayed, scrubbed",
@@ -243,6 +248,7 @@ func TestCompletionsFailures(t *testing.T) {
 			status:  400,
 			body:    `{"error":{"message":"This model's maximum context length is 32768 tokens; see [url] bnow/b","type":"BadRequestError","param":"messages","code":null}}`,
 			noRetry: true,
+			line:    "INFO openai request rejected by the model",
 		},
 		{
 			name: "model's 422 relayed, its error at the top of the body (vLLM's older shape)",
@@ -251,12 +257,23 @@ func TestCompletionsFailures(t *testing.T) {
 			status:  422,
 			body:    `{"error":{"message":"temperature must be at most 2","type":"invalid_request","param":"temperature","code":"bad_value"}}`,
 			noRetry: true,
+			line:    "INFO openai request rejected by the model",
+		},
+		{
+			name: "model's 413 relayed",
+			err: &resolve.ProviderError{Provider: "qwen", Status: 413, Err: &pluginapi.CompletionError{Status: 413, Message: "HTTP 413",
+				Body: []byte(`{"error":{"message":"request too large","type":"invalid_request_error"}}`)}},
+			status:  413,
+			body:    `{"error":{"message":"request too large","type":"invalid_request_error","param":null,"code":null}}`,
+			noRetry: true,
+			line:    "INFO openai request rejected by the model",
 		},
 		{
 			name:   "model's 429, a retry may help",
 			err:    &resolve.ProviderError{Provider: "qwen", Status: 429, Err: &pluginapi.CompletionError{Status: 429, Message: "HTTP 429"}},
 			status: 429,
 			body:   `{"error":{"message":"the model is rate limited; try again later","type":"rate_limit_error","param":null,"code":null}}`,
+			line:   "ERROR openai turn failed",
 		},
 		{
 			name:    "a not-ready error that is not retryable",
@@ -264,11 +281,13 @@ func TestCompletionsFailures(t *testing.T) {
 			status:  502,
 			body:    `{"error":{"message":"the model provider failed","type":"api_error","param":null,"code":"provider_failed"}}`,
 			noRetry: true,
+			line:    "ERROR openai turn failed",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDoor(t, nil)
+			logs := &logRecorder{}
+			d := newDoor(t, func(c *openai.Config) { c.Logger = slog.New(logs) })
 			d.model.stream = fails(tt.err)
 
 			resp := d.post(`{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`)
@@ -287,6 +306,11 @@ func TestCompletionsFailures(t *testing.T) {
 			}
 			if n := len(d.coord.notReadyCalls()); n != 0 {
 				t.Errorf("a failure reached the machine %d times: it must never wake", n)
+			}
+			// A model's refusal of the request is the client's mistake, not
+			// an operator's alert.
+			if diff := cmp.Diff([]string{tt.line}, logs.lines()); diff != "" {
+				t.Errorf("log lines (-want +got):\n%s", diff)
 			}
 		})
 	}

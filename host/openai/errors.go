@@ -91,6 +91,24 @@ func (e *apiError) turnResult() string {
 	return errorClasses[e.kind].result
 }
 
+// clientFault reports whether e is a model's refusal of what the client
+// sent (its 400, 413 or 422, relayed): the client's mistake, where any
+// other failure, a model's 429 included, is the operator's.
+func (e *apiError) clientFault() bool {
+	return e.status != 0 && e.status != http.StatusTooManyRequests && e.status < http.StatusInternalServerError
+}
+
+// logFailed logs a failed turn about p, answered with e, once: a client's
+// mistake at INFO ("openai request rejected by the model"), anything else
+// at ERROR ("openai turn failed"), for the operator.
+func (s *Server) logFailed(p *Provider, e *apiError, err error) {
+	if e.clientFault() {
+		s.cfg.Logger.Info("openai request rejected by the model", "provider", p.Name, "status", e.status, "err", scrub(err.Error()))
+		return
+	}
+	s.cfg.Logger.Error("openai turn failed", "provider", p.Name, "err", scrub(err.Error()))
+}
+
 // badRequest is a 400 about param ("" for the whole body).
 func badRequest(param, message string) *apiError {
 	return &apiError{kind: kindBadRequest, param: param, message: message}
