@@ -233,6 +233,17 @@ func TestOpenAIModelsWhileAsleep(t *testing.T) {
 	if p, _ := h.pod(t); p.State != "asleep" {
 		t.Errorf("state %q after listing, want asleep", p.State)
 	}
+	// One clock for every created, the host's (here the fake one, months
+	// from the wall clock's): the models' is the host's start, a reply's
+	// its own time.
+	h.clock.Advance(time.Minute)
+	cc, err := c.Chat.Completions.New(sdkContext(t), userTurn("hello"))
+	if err != nil {
+		t.Fatalf("chat.completions.create: %v", err)
+	}
+	if want := t0.Add(time.Minute).Unix(); cc.Created != want {
+		t.Errorf("the reply's created %d, want %d: the host's clock", cc.Created, want)
+	}
 }
 
 // A whole wake through the SDK, non-streaming and streaming alternately:
