@@ -86,7 +86,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) string {
 		return refuse(&apiError{kind: kindInternal, message: "the messages could not be prepared"})
 	}
 	if removed == len(req.messages) {
-		return refuse(onlyReplies)
+		return refuse(onlyReplies())
 	}
 	if removed > 0 {
 		s.cfg.Logger.Debug("openai: the host's own replies taken out of the messages", "provider", p.Name, "removed", removed)

@@ -184,7 +184,9 @@ func (r *Recognizer) strip(msgs []message) ([]byte, int, error) {
 // onlyReplies is the 400 for messages that are all the host's replies:
 // with them taken out there is nothing to send, and the door answers as it
 // answers an empty messages, before any model or wake.
-var onlyReplies = badRequest("messages", "messages holds only the host's own status replies, which never reach a model: there is nothing to send")
+func onlyReplies() *apiError {
+	return badRequest("messages", "messages holds only the host's own status replies, which never reach a model: there is nothing to send")
+}
 
 // sameName reports whether two messages' names (their raw values, nil when
 // absent) are one participant's: equal strings, no name and null alike.
