@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	openaisdk "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
 	"github.com/wakeonchat/wakeonchat/host/clock"
@@ -30,6 +32,9 @@ import (
 type doorOptions struct {
 	openai string            // the [openai] table's lines
 	env    map[string]string // Options.Getenv
+	// completionTimeout is [timings] completion_timeout; 0 leaves the
+	// default.
+	completionTimeout time.Duration
 }
 
 // startDoor runs a simulated host with opts and returns it with an SDK
@@ -37,7 +42,7 @@ type doorOptions struct {
 func startDoor(t *testing.T, o doorOptions, sdk ...option.RequestOption) (*testHost, openaisdk.Client) {
 	t.Helper()
 	clk := clock.NewFake(t0)
-	path := e2e.WriteConfig(t, e2e.Config{StartTimeout: startTimeout})
+	path := e2e.WriteConfig(t, e2e.Config{StartTimeout: startTimeout, CompletionTimeout: o.completionTimeout})
 	if o.openai != "" {
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
@@ -227,6 +232,17 @@ func TestOpenAIModelsWhileAsleep(t *testing.T) {
 	}
 	if p, _ := h.pod(t); p.State != "asleep" {
 		t.Errorf("state %q after listing, want asleep", p.State)
+	}
+	// One clock for every created, the host's (here the fake one, months
+	// from the wall clock's): the models' is the host's start, a reply's
+	// its own time.
+	h.clock.Advance(time.Minute)
+	cc, err := c.Chat.Completions.New(sdkContext(t), userTurn("hello"))
+	if err != nil {
+		t.Fatalf("chat.completions.create: %v", err)
+	}
+	if want := t0.Add(time.Minute).Unix(); cc.Created != want {
+		t.Errorf("the reply's created %d, want %d: the host's clock", cc.Created, want)
 	}
 }
 
@@ -608,5 +624,165 @@ func TestOpenAIEmptyKeysVariableRefusesAll(t *testing.T) {
 	// The variable may be set, to nothing: the line does not say it is not set.
 	if want := "openai door refuses every request: its API keys variable is empty or not set"; line.Msg != want {
 		t.Errorf("the start-up line says %q, want %q", line.Msg, want)
+	}
+}
+
+// What a page on another site can make a browser send without a CORS
+// preflight (text/plain, a form, multipart) is refused 415 before the door
+// does anything, even with every origin allowed: no completion, no start
+// request, the pod still asleep. The same body as JSON wakes it.
+func TestOpenAICrossSiteSimplePostWakesNothing(t *testing.T) {
+	h, _ := startDoor(t, doorOptions{openai: `cors_origins = ["*"]`})
+	s := h.sim(t)
+	const body = `{"model":"qwen","messages":[{"role":"user","content":"hello"}]}`
+	post := func(contentType string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(sdkContext(t), http.MethodPost, h.Base+"/v1/chat/completions", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Origin", "https://elsewhere.example")
+		resp, err := h.Client.Do(req)
+		if err != nil {
+			t.Fatalf("POST as %s: %v", contentType, err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("POST as %s: %v", contentType, err)
+		}
+		return resp.StatusCode, string(b)
+	}
+	const refused = `{"error":{"message":"Content-Type must be application/json","type":"invalid_request_error","param":null,"code":"unsupported_media_type"}}` + "\n"
+	for _, ct := range []string{"text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+		status, got := post(ct)
+		if status != http.StatusUnsupportedMediaType || got != refused {
+			t.Errorf("POST as %s: %d %s, want 415 %s", ct, status, got, refused)
+		}
+	}
+	if n, m := s.StartRequests("qwen"), s.Completions(); n != 0 || m != 0 {
+		t.Errorf("the refused requests sent %d start requests and %d completions, want none", n, m)
+	}
+	if p, _ := h.pod(t); p.State != "asleep" {
+		t.Errorf("state %q after the refused requests, want asleep", p.State)
+	}
+
+	status, got := post("application/json")
+	if status != http.StatusOK || !strings.Contains(got, e2e.ReplyWaking) {
+		t.Errorf("POST as application/json: %d %s, want the waking reply", status, got)
+	}
+	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	if n := s.StartRequests("qwen"); n != 1 {
+		t.Errorf("start requests after the JSON request: %d, want 1", n)
+	}
+}
+
+// What bounds a stream is its silences, not its length: completion_timeout
+// caps the wait for the answer's head and then each wait for more. A model
+// that goes silent after its head and a chunk is ended, with the
+// documented error event (the SDK raises it) and a clean end of the
+// response, not a cut connection; an answer that keeps coming streams for
+// longer than completion_timeout, to its end.
+func TestOpenAIStreamIsBoundedBySilences(t *testing.T) {
+	const timeout = time.Second
+	h, c := startDoor(t, doorOptions{completionTimeout: timeout})
+	s := h.sim(t)
+	wakeToReady(t, h, c)
+
+	s.SetStreamGap(timeout / 3) // "echo: ", "a ", "long ", "answer ", "that ", "keeps ", "coming": 2 s
+	began := time.Now()
+	st := streamSDK(t, c, userTurn("a long answer that keeps coming"))
+	if st.content != "echo: a long answer that keeps coming" {
+		t.Errorf("a long answer: %q, want the whole echo", st.content)
+	}
+	if took := time.Since(began); took < timeout {
+		t.Errorf("the long answer took %v, want longer than completion_timeout (%v) for this test to show anything", took, timeout)
+	}
+
+	s.SetStreamGap(time.Hour) // the model holds the second word until its client leaves
+	stream := c.Chat.Completions.NewStreaming(sdkContext(t), userTurn("a silent model"))
+	defer stream.Close()
+	chunks := 0
+	for stream.Next() {
+		chunks++
+	}
+	var se *ssestream.StreamError
+	if err := stream.Err(); !errors.As(err, &se) ||
+		strings.TrimSpace(string(se.Event.Data)) != `{"error":{"message":"the model provider failed: the answer stopped before its end","type":"api_error","param":null,"code":"provider_failed"}}` {
+		t.Errorf("a silent model's stream ended with %v, want the door's error event", err)
+	}
+	if chunks != 2 { // the role, "echo: "
+		t.Errorf("%d chunks before the error, want the model's 2", chunks)
+	}
+	line := h.log.WaitLine(t, "openai answer broke off", 1, waitFor)
+	if line.Level != "ERROR" {
+		t.Errorf("openai answer broke off at %s, want ERROR", line.Level)
+	}
+}
+
+// n asks for that many choices, and a cold pod's reply has them all,
+// streaming or not: a client that shows n answers shows the reply n times
+// rather than finding choices it asked for missing.
+func TestOpenAIReplyHasNChoices(t *testing.T) {
+	_, c := startDoor(t, doorOptions{})
+	p := userTurn("hello")
+	p.N = openaisdk.Int(3)
+	cc, err := c.Chat.Completions.New(sdkContext(t), p)
+	if err != nil {
+		t.Fatalf("chat.completions.create: %v", err)
+	}
+	var got []string
+	for i, ch := range cc.Choices {
+		if ch.Index != int64(i) || ch.FinishReason != "stop" {
+			t.Errorf("choice %d: %s", i, ch.RawJSON())
+		}
+		got = append(got, ch.Message.Content)
+	}
+	if diff := cmp.Diff([]string{e2e.ReplyWaking, e2e.ReplyWaking, e2e.ReplyWaking}, got); diff != "" {
+		t.Errorf("non-streaming choices (-want +got):\n%s", diff)
+	}
+
+	st := c.Chat.Completions.NewStreaming(sdkContext(t), p)
+	defer st.Close()
+	acc := openaisdk.ChatCompletionAccumulator{}
+	for st.Next() {
+		acc.AddChunk(st.Current())
+	}
+	if err := st.Err(); err != nil {
+		t.Fatalf("stream: %v", err)
+	}
+	got = nil
+	for _, ch := range acc.Choices {
+		if ch.FinishReason != "stop" {
+			t.Errorf("streamed choice %d did not stop: %+v", ch.Index, ch)
+		}
+		got = append(got, ch.Message.Content)
+	}
+	still := e2e.ReplyStillWaking(0)
+	if diff := cmp.Diff([]string{still, still, still}, got); diff != "" {
+		t.Errorf("streamed choices (-want +got):\n%s", diff)
+	}
+}
+
+// A request the model refuses as malformed (here content that is neither a
+// string nor parts) is the client's mistake: the client gets the model's
+// 400, and the log says so at INFO, not as the operator's ERROR.
+func TestOpenAIModelRefusalIsNoOperatorError(t *testing.T) {
+	h, c := startDoor(t, doorOptions{})
+	wakeToReady(t, h, c)
+	bad := openaisdk.ChatCompletionNewParams{Model: "qwen"}
+	bad.SetExtraFields(map[string]any{"messages": []any{map[string]any{"role": "user", "content": 5}}})
+	_, err := c.Chat.Completions.New(sdkContext(t), bad)
+	var apiErr *openaisdk.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || !strings.Contains(apiErr.Message, "content is neither a string nor an array of parts") {
+		t.Fatalf("a malformed message: %v, want the model's 400", err)
+	}
+	line := h.log.WaitLine(t, "openai request rejected by the model", 1, waitFor)
+	if line.Level != "INFO" {
+		t.Errorf("openai request rejected by the model at %s, want INFO", line.Level)
+	}
+	if n := len(h.log.Matching(t, "openai turn failed")); n != 0 {
+		t.Errorf("%d openai turn failed lines, want none: the operator has nothing to do", n)
 	}
 }

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 )
 
 // Wake modes of a chat request (#715).
@@ -58,11 +59,8 @@ type wireRequest struct {
 // bytes can outnumber the body's (each invalid UTF-8 byte becomes a
 // three-byte U+FFFD), so the body limit alone does not bound them.
 func readRequest(w http.ResponseWriter, r *http.Request, maxBody int64, maxMessage int) (request, error) {
-	ct := r.Header.Get("Content-Type")
-	mt, _, err := mime.ParseMediaType(ct)
-	if ct == "" || err != nil || mt != "application/json" {
-		return request{}, &requestError{Status: http.StatusUnsupportedMediaType,
-			Msg: "Content-Type must be application/json"}
+	if !jsonhttp.IsJSON(r.Header.Get("Content-Type")) {
+		return request{}, &requestError{Status: http.StatusUnsupportedMediaType, Msg: jsonhttp.WantJSON}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {

@@ -53,6 +53,7 @@ func TestAuth(t *testing.T) {
 					method, body = http.MethodGet, ""
 				}
 				r := httptest.NewRequest(method, path, strings.NewReader(body))
+				r.Header.Set("Content-Type", "application/json")
 				if tt.header != "" {
 					r.Header.Set("Authorization", tt.header)
 				}

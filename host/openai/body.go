@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 
+	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
@@ -19,28 +21,49 @@ type request struct {
 	model        string
 	stream       bool
 	includeUsage bool
+	choices      int // n: how many choices the answer has, 1 to maxChoices
 	messages     []message
 	modelAt      span // the model value's bytes
 	messagesAt   span // the messages value's bytes
 }
 
 // message is one of the request's messages: its bytes in request.raw and
-// the two fields the door reads.
+// the fields the door reads.
 type message struct {
 	raw     json.RawMessage
 	Role    string          `json:"role"`
 	Content json.RawMessage `json:"content"`
+	Name    json.RawMessage `json:"name"` // a participant's name; nil when absent
 }
+
+// maxChoices is the most choices (n) a request may ask for: OpenAI's own
+// limit. A reply is sent as that many copies.
+const maxChoices = 128
+
+// badChoices is what n must be.
+const badChoices = "n must be an integer from 1 to 128"
 
 // span is [start, end) in request.raw.
 type span struct{ start, end int }
+
+// checkMediaType refuses a request whose Content-Type is not JSON
+// (jsonhttp.IsJSON, the rule /api/chat has), before anything reads its body:
+// a page on another site can make a browser POST text/plain or a form to
+// the door without a CORS preflight, and such a request must not run a
+// completion or wake a pod.
+func checkMediaType(r *http.Request) *apiError {
+	if jsonhttp.IsJSON(r.Header.Get("Content-Type")) {
+		return nil
+	}
+	return &apiError{kind: kindMediaType, message: jsonhttp.WantJSON}
+}
 
 // parseRequest reads raw, a chat-completions request body, in one pass:
 // it is on every completion's way to the model. Its errors are 400s
 // naming the field; a malformed message is reported only once the whole
 // body proved to be JSON with a model and messages.
 func parseRequest(raw []byte) (*request, *apiError) {
-	req := &request{raw: raw}
+	req := &request{raw: raw, choices: 1}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, badRequest("", "the body must be a JSON object (a chat completions request)")
@@ -65,6 +88,13 @@ func parseRequest(raw []byte) (*request, *apiError) {
 		case "stream":
 			err = dec.Decode(&req.stream)
 			field, problem = "stream", "stream must be true or false"
+		case "n":
+			var n *int // null is the default, 1
+			err = dec.Decode(&n)
+			if n != nil {
+				req.choices = *n
+			}
+			field, problem = "n", badChoices
 		case "stream_options":
 			var so struct {
 				IncludeUsage *bool `json:"include_usage"`
@@ -81,7 +111,7 @@ func parseRequest(raw []byte) (*request, *apiError) {
 			return nil, notJSON(err)
 		}
 		switch key {
-		case "model", "messages", "stream", "stream_options":
+		case "model", "messages", "stream", "stream_options", "n":
 			if seen[key] {
 				return nil, badRequest(key, key+" appears more than once")
 			}
@@ -115,6 +145,8 @@ func parseRequest(raw []byte) (*request, *apiError) {
 		return nil, badRequest("messages", "messages must not be empty")
 	case badMessage != nil:
 		return nil, badMessage
+	case req.choices < 1 || req.choices > maxChoices:
+		return nil, badRequest("n", badChoices)
 	}
 	return req, nil
 }

@@ -60,6 +60,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) string {
 		writeError(w, e)
 		return e.turnResult()
 	}
+	if e := checkMediaType(r); e != nil {
+		return refuse(e)
+	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -81,6 +84,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) string {
 		// parseRequest checked every message: this is a bug.
 		s.cfg.Logger.Error("openai messages could not be prepared", "provider", p.Name, "err", scrub(err.Error()))
 		return refuse(&apiError{kind: kindInternal, message: "the messages could not be prepared"})
+	}
+	if removed == len(req.messages) {
+		return refuse(onlyReplies())
 	}
 	if removed > 0 {
 		s.cfg.Logger.Debug("openai: the host's own replies taken out of the messages", "provider", p.Name, "removed", removed)
@@ -174,8 +180,9 @@ func (s *Server) failed(t *turn, err error) {
 		s.cfg.Logger.Debug("openai client left before the answer", "provider", t.p.Name)
 		return
 	}
-	s.cfg.Logger.Error("openai turn failed", "provider", t.p.Name, "err", scrub(err.Error()))
-	s.fail(t, failure(err))
+	e := failure(err)
+	s.logFailed(t.p, e, err)
+	s.fail(t, e)
 }
 
 // fail answers e: as its status before a stream's head, as an error event
@@ -187,7 +194,7 @@ func (s *Server) fail(t *turn, e *apiError) {
 		writeError(t.w, e)
 		return
 	}
-	t.event(e.body())
+	t.event(s, e.body())
 }
 
 // failure maps a failed turn to its answer: a model's own complaint about

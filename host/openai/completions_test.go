@@ -2,7 +2,11 @@ package openai_test
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,8 +40,15 @@ func TestCompletionsBadRequests(t *testing.T) {
 		{"messages null", `{"model":"qwen","messages":null}`, 400, "messages", "messages must be an array of message objects"},
 		{"messages empty", `{"model":"qwen","messages":[]}`, 400, "messages", "messages must not be empty"},
 		{"message not an object", `{"model":"qwen","messages":["hi"]}`, 400, "messages[0]", "messages[0] must be an object"},
+		{"only the host's replies", `{"model":"qwen","messages":[{"role":"assistant","content":"` + waking.Text + `"},{"role":"assistant","content":"` + waking.Text + `"}]}`,
+			400, "messages", "messages holds only the host's own status replies, which never reach a model: there is nothing to send"},
 		{"message without a role", `{"model":"qwen","messages":[{"role":"user","content":"a"},{"content":"hi"}]}`, 400, "messages[1].role", "messages[1].role is required"},
 		{"stream not a bool", `{"model":"qwen","stream":"yes","messages":[{"role":"user","content":"hi"}]}`, 400, "stream", "stream must be true or false"},
+		{"n zero", `{"model":"qwen","n":0,"messages":[{"role":"user","content":"hi"}]}`, 400, "n", "n must be an integer from 1 to 128"},
+		{"n over 128", `{"model":"qwen","n":129,"messages":[{"role":"user","content":"hi"}]}`, 400, "n", "n must be an integer from 1 to 128"},
+		{"n not an integer", `{"model":"qwen","n":1.5,"messages":[{"role":"user","content":"hi"}]}`, 400, "n", "n must be an integer from 1 to 128"},
+		{"n a string", `{"model":"qwen","n":"3","messages":[{"role":"user","content":"hi"}]}`, 400, "n", "n must be an integer from 1 to 128"},
+		{"n twice", `{"model":"qwen","n":2,"n":3,"messages":[{"role":"user","content":"hi"}]}`, 400, "n", "n appears more than once"},
 		{"unknown model", `{"model":"gpt-4o","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model gpt-4o does not exist; GET /v1/models lists the models"},
 		{"unknown model, not a name", `{"model":"http://x/y z","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model does not exist; GET /v1/models lists the models"},
 		{"unknown model, a URL", `{"model":"https://evil.example/qwen","messages":[{"role":"user","content":"hi"}]}`, 404, "model", "the model does not exist; GET /v1/models lists the models"},
@@ -118,6 +129,15 @@ func TestCompletionsRelaysAnAnswer(t *testing.T) {
 // the text, finish_reason stop, usage when asked, [DONE].
 func TestCompletionsNotReadyReply(t *testing.T) {
 	text := waking.Text
+	// chunk is one event of the reply's stream, with one choice.
+	chunk := func(index int, delta, finish string) string {
+		return `data: {"id":"chatcmpl-wake-test","object":"chat.completion.chunk","created":1796115600,"model":"qwen","choices":[{"index":` +
+			strconv.Itoa(index) + `,"delta":` + delta + `,"logprobs":null,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	choice := func(index int) string {
+		return `{"index":` + strconv.Itoa(index) + `,"message":{"role":"assistant","content":"` + text + `","refusal":null},"logprobs":null,"finish_reason":"stop"}`
+	}
+	role, content, stop := `{"role":"assistant","content":""}`, `{"content":"`+text+`"}`, `{}`
 	tests := []struct {
 		name string
 		body string
@@ -144,6 +164,27 @@ func TestCompletionsNotReadyReply(t *testing.T) {
 				`data: {"id":"chatcmpl-wake-test","object":"chat.completion.chunk","created":1796115600,"model":"qwen","choices":[{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}]}` + "\n\n" +
 				`data: {"id":"chatcmpl-wake-test","object":"chat.completion.chunk","created":1796115600,"model":"qwen","choices":[],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}` + "\n\n" +
 				"data: [DONE]\n\n",
+		},
+		{
+			// n asks for that many choices: each is the reply.
+			name: "non-streaming, n 3",
+			body: `{"model":"qwen","n":3,"messages":[{"role":"user","content":"hi"}]}`,
+			want: `{"id":"chatcmpl-wake-test","object":"chat.completion","created":1796115600,"model":"qwen","choices":[` + choice(0) + "," + choice(1) + "," + choice(2) +
+				`],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}` + "\n",
+		},
+		{
+			name: "non-streaming, n null",
+			body: `{"model":"qwen","n":null,"messages":[{"role":"user","content":"hi"}]}`,
+			want: `{"id":"chatcmpl-wake-test","object":"chat.completion","created":1796115600,"model":"qwen","choices":[` + choice(0) +
+				`],"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0}}` + "\n",
+		},
+		{
+			// One choice a chunk, as OpenAI streams n: each step for every
+			// choice in turn.
+			name: "streaming, n 2",
+			body: `{"model":"qwen","stream":true,"n":2,"messages":[{"role":"user","content":"hi"}]}`,
+			want: chunk(0, role, "null") + chunk(1, role, "null") + chunk(0, content, "null") + chunk(1, content, "null") +
+				chunk(0, stop, `"stop"`) + chunk(1, stop, `"stop"`) + "data: [DONE]\n\n",
 		},
 	}
 	for _, tt := range tests {
@@ -175,6 +216,7 @@ func TestCompletionsFailures(t *testing.T) {
 		status  int
 		body    string
 		noRetry bool
+		line    string // the one log line: its level and message
 	}{
 		{
 			name:    "config error",
@@ -182,12 +224,14 @@ func TestCompletionsFailures(t *testing.T) {
 			status:  502,
 			body:    `{"error":{"message":"the model provider is not usable: its configuration is incomplete (the host's log says why)","type":"api_error","param":null,"code":"provider_failed"}}`,
 			noRetry: true,
+			line:    "ERROR openai turn failed",
 		},
 		{
 			name:   "model answered 500",
 			err:    &resolve.ProviderError{Provider: "qwen", Status: 500, Err: &pluginapi.CompletionError{Status: 500, Message: "HTTP 500"}},
 			status: 502,
 			body:   `{"error":{"message":"the model provider failed: the model answered HTTP 500","type":"api_error","param":null,"code":"provider_failed"}}`,
+			line:   "ERROR openai turn failed",
 		},
 		{
 			name:    "aborted: the model may have it",
@@ -195,6 +239,7 @@ func TestCompletionsFailures(t *testing.T) {
 			status:  502,
 			body:    `{"error":{"message":"the model provider failed: the completion timed out","type":"api_error","param":null,"code":"provider_failed"}}`,
 			noRetry: true,
+			line:    "ERROR openai turn failed",
 		},
 		{
 			name: "model's 400 relayed, scrubbed",
@@ -203,6 +248,7 @@ func TestCompletionsFailures(t *testing.T) {
 			status:  400,
 			body:    `{"error":{"message":"This model's maximum context length is 32768 tokens; see [url] bnow/b","type":"BadRequestError","param":"messages","code":null}}`,
 			noRetry: true,
+			line:    "INFO openai request rejected by the model",
 		},
 		{
 			name: "model's 422 relayed, its error at the top of the body (vLLM's older shape)",
@@ -211,12 +257,23 @@ func TestCompletionsFailures(t *testing.T) {
 			status:  422,
 			body:    `{"error":{"message":"temperature must be at most 2","type":"invalid_request","param":"temperature","code":"bad_value"}}`,
 			noRetry: true,
+			line:    "INFO openai request rejected by the model",
+		},
+		{
+			name: "model's 413 relayed",
+			err: &resolve.ProviderError{Provider: "qwen", Status: 413, Err: &pluginapi.CompletionError{Status: 413, Message: "HTTP 413",
+				Body: []byte(`{"error":{"message":"request too large","type":"invalid_request_error"}}`)}},
+			status:  413,
+			body:    `{"error":{"message":"request too large","type":"invalid_request_error","param":null,"code":null}}`,
+			noRetry: true,
+			line:    "INFO openai request rejected by the model",
 		},
 		{
 			name:   "model's 429, a retry may help",
 			err:    &resolve.ProviderError{Provider: "qwen", Status: 429, Err: &pluginapi.CompletionError{Status: 429, Message: "HTTP 429"}},
 			status: 429,
 			body:   `{"error":{"message":"the model is rate limited; try again later","type":"rate_limit_error","param":null,"code":null}}`,
+			line:   "ERROR openai turn failed",
 		},
 		{
 			name:    "a not-ready error that is not retryable",
@@ -224,11 +281,13 @@ func TestCompletionsFailures(t *testing.T) {
 			status:  502,
 			body:    `{"error":{"message":"the model provider failed","type":"api_error","param":null,"code":"provider_failed"}}`,
 			noRetry: true,
+			line:    "ERROR openai turn failed",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDoor(t, nil)
+			logs := &logRecorder{}
+			d := newDoor(t, func(c *openai.Config) { c.Logger = slog.New(logs) })
 			d.model.stream = fails(tt.err)
 
 			resp := d.post(`{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`)
@@ -247,6 +306,11 @@ func TestCompletionsFailures(t *testing.T) {
 			}
 			if n := len(d.coord.notReadyCalls()); n != 0 {
 				t.Errorf("a failure reached the machine %d times: it must never wake", n)
+			}
+			// A model's refusal of the request is the client's mistake, not
+			// an operator's alert.
+			if diff := cmp.Diff([]string{tt.line}, logs.lines()); diff != "" {
+				t.Errorf("log lines (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -295,3 +359,67 @@ type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time                         { return c.t }
 func (c fixedClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// readSpy is a request body that records whether anything read it.
+type readSpy struct {
+	io.Reader
+	read bool
+}
+
+func (r *readSpy) Read(p []byte) (int, error) {
+	r.read = true
+	return r.Reader.Read(p)
+}
+
+// A completion whose Content-Type is not application/json is a 415 before
+// the door does anything: its body is not read, and it reaches neither a
+// model nor the machine, so a cross-site page's text/plain or form POST
+// (which a browser sends without a preflight) wakes nothing.
+func TestCompletionsRefusesWhatIsNotJSON(t *testing.T) {
+	const body = `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`
+	tests := []struct {
+		contentType string
+		refused     bool
+	}{
+		{"", true},
+		{"text/plain", true},
+		{"text/plain;charset=UTF-8", true},
+		{"application/x-www-form-urlencoded", true},
+		{"multipart/form-data; boundary=x", true},
+		{"application/vnd.api+json", true},
+		{"application/json, text/plain", true},
+		{"application/json", false},
+		{"application/json; charset=utf-8", false},
+		{"Application/JSON", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.contentType, func(t *testing.T) {
+			d := newDoor(t, nil)
+			spy := &readSpy{Reader: strings.NewReader(body)}
+			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", spy)
+			if tt.contentType != "" {
+				r.Header.Set("Content-Type", tt.contentType)
+			}
+			w := do(d.Handler(), r)
+			if !tt.refused {
+				if w.Code != http.StatusOK || len(d.model.sent()) != 1 {
+					t.Errorf("status %d, %d model calls; want the model's 200: %s", w.Code, len(d.model.sent()), w.Body)
+				}
+				return
+			}
+			want := `{"error":{"message":"Content-Type must be application/json","type":"invalid_request_error","param":null,"code":"unsupported_media_type"}}` + "\n"
+			if diff := cmp.Diff(want, w.Body.String()); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
+			}
+			if w.Code != http.StatusUnsupportedMediaType || w.Header().Get("X-Wake-State") != "unknown" {
+				t.Errorf("status %d (X-Wake-State %q), want 415, unknown", w.Code, w.Header().Get("X-Wake-State"))
+			}
+			if spy.read {
+				t.Error("the body was read")
+			}
+			if n, m := len(d.model.sent()), len(d.coord.notReadyCalls()); n != 0 || m != 0 {
+				t.Errorf("%d model calls and %d machine calls, want none", n, m)
+			}
+		})
+	}
+}

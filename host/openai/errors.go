@@ -21,6 +21,7 @@ const (
 	kindNotFound                     // no such endpoint
 	kindMethod                       // the endpoint does not take this method
 	kindTooLarge                     // the body is over [server] max_body_bytes
+	kindMediaType                    // the Content-Type is not application/json
 	kindProviderFailed               // a provider or config-class failure (D5): never wakes
 	kindInternal                     // a bug on the host's side
 )
@@ -44,6 +45,7 @@ var errorClasses = map[kind]errorClass{
 	kindNotFound:         {status: http.StatusNotFound, typ: "invalid_request_error", code: "unknown_url"},
 	kindMethod:           {status: http.StatusMethodNotAllowed, typ: "invalid_request_error", code: "method_not_allowed", result: metrics.ResultMethodNotAllowed},
 	kindTooLarge:         {status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large", result: metrics.ResultTooLarge},
+	kindMediaType:        {status: http.StatusUnsupportedMediaType, typ: "invalid_request_error", code: "unsupported_media_type", result: metrics.ResultUnsupportedMediaType},
 	kindProviderFailed:   {status: http.StatusBadGateway, typ: "api_error", code: "provider_failed", result: metrics.ResultProviderFailed},
 	kindInternal:         {status: http.StatusInternalServerError, typ: "api_error", code: "internal_error", noRetry: true, result: metrics.ResultInternalError},
 }
@@ -87,6 +89,24 @@ func (e *apiError) turnResult() string {
 		return metrics.ResultModelError
 	}
 	return errorClasses[e.kind].result
+}
+
+// clientFault reports whether e is a model's refusal of what the client
+// sent (its 400, 413 or 422, relayed): the client's mistake, where any
+// other failure, a model's 429 included, is the operator's.
+func (e *apiError) clientFault() bool {
+	return e.status != 0 && e.status != http.StatusTooManyRequests && e.status < http.StatusInternalServerError
+}
+
+// logFailed logs a failed turn about p, answered with e, once: a client's
+// mistake at INFO ("openai request rejected by the model"), anything else
+// at ERROR ("openai turn failed"), for the operator.
+func (s *Server) logFailed(p *Provider, e *apiError, err error) {
+	if e.clientFault() {
+		s.cfg.Logger.Info("openai request rejected by the model", "provider", p.Name, "status", e.status, "err", scrub(err.Error()))
+		return
+	}
+	s.cfg.Logger.Error("openai turn failed", "provider", p.Name, "err", scrub(err.Error()))
 }
 
 // badRequest is a 400 about param ("" for the whole body).

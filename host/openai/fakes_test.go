@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -173,9 +174,15 @@ func newDoor(t *testing.T, change func(*openai.Config)) *door {
 
 // post serves one POST /v1/chat/completions with body.
 func (d *door) post(body string) *http.Response {
-	r, _ := http.NewRequest(http.MethodPost, "http://door/v1/chat/completions", strings.NewReader(body))
-	w := do(d.Handler(), r)
+	w := do(d.Handler(), completionRequest(context.Background(), body))
 	return w.Result()
+}
+
+// completionRequest is a POST /v1/chat/completions of body, as JSON.
+func completionRequest(ctx context.Context, body string) *http.Request {
+	r, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://door/v1/chat/completions", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	return r
 }
 
 func readBody(t *testing.T, r *http.Response) string {
@@ -195,4 +202,29 @@ func decode(t *testing.T, body string) any {
 		t.Fatalf("body is not JSON: %v\n%s", err, body)
 	}
 	return v
+}
+
+// logRecorder is a slog.Handler that records each line's level and
+// message, from every level.
+type logRecorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.got = append(l.got, r.Level.String()+" "+r.Message)
+	return nil
+}
+
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler      { return l }
+
+func (l *logRecorder) lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.got...)
 }

@@ -70,7 +70,7 @@ func (d *heldDoor) readyNow() {
 // serveAsync runs one request in the background; wait returns its
 // recorder once the handler returned.
 func serveAsync(h http.Handler, ctx context.Context, body string) (wait func() *httptest.ResponseRecorder) {
-	r := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/chat/completions", strings.NewReader(body))
+	r := completionRequest(ctx, body)
 	w := httptest.NewRecorder()
 	var wg sync.WaitGroup
 	wg.Go(func() { h.ServeHTTP(w, r) })
@@ -227,8 +227,7 @@ func TestHeldNonStreamingOutlastsTheServersWriteTimeout(t *testing.T) {
 		conn := l.dial()
 		defer conn.Close()
 
-		req, _ := http.NewRequest(http.MethodPost, "http://door/v1/chat/completions",
-			strings.NewReader(`{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`))
+		req := completionRequest(context.Background(), `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`)
 		sent := make(chan error, 1)
 		go func() { sent <- req.Write(conn) }()
 		if err := <-sent; err != nil {
@@ -441,7 +440,7 @@ func TestHoldThatLaggedResubscribes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := holdDoor(t, 1)
 		w := &blockingWriter{header: http.Header{}}
-		r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(streamBody))
+		r := completionRequest(context.Background(), streamBody)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)

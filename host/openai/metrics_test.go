@@ -88,6 +88,7 @@ func TestTurnMetrics(t *testing.T) {
 				method = http.MethodPost
 			}
 			r := httptest.NewRequestWithContext(ctx, method, "/v1/chat/completions", strings.NewReader(tt.body))
+			r.Header.Set("Content-Type", "application/json")
 			io.Copy(io.Discard, do(d.Handler(), r).Result().Body)
 
 			want := `# HELP wakeonchat_turns_total Turns answered, by door (api_chat, openai) and result (answered, a reply key, or an error class).

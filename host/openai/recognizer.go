@@ -141,12 +141,15 @@ func contentText(raw json.RawMessage) (string, bool) {
 }
 
 // strip takes the host's replies out of msgs, and returns nil when there
-// is none (the messages go as they are). A reply is an assistant message
-// whose whole text is one of the Recognizer's. Taking one out would leave
-// the user message before it next to the one after it; those two become
-// one, their texts joined by a blank line (the same text twice, a question
-// asked again, is kept once), so a conversation that alternated still
-// alternates. Every other message is kept byte for byte.
+// is none (the messages go as they are), and how many it took out: all of
+// msgs when they are nothing but replies (the caller refuses such a
+// request, onlyReplies). A reply is an assistant message whose whole text
+// is one of the Recognizer's. Taking one out would leave the user message
+// before it next to the one after it; those two become one, their texts
+// joined by a blank line (the same text twice, a question asked again, is
+// kept once), so a conversation that alternated still alternates, unless
+// they are two participants' (their names differ): those are kept apart.
+// Every other message is kept byte for byte.
 func (r *Recognizer) strip(msgs []message) ([]byte, int, error) {
 	var out []message // nil until a reply is found
 	removed := 0
@@ -165,7 +168,7 @@ func (r *Recognizer) strip(msgs []message) ([]byte, int, error) {
 		if out == nil {
 			continue // nothing taken out yet
 		}
-		if mergeNext && m.Role == "user" {
+		if mergeNext && m.Role == "user" && sameName(out[len(out)-1].Name, m.Name) {
 			merged, err := mergeUser(out[len(out)-1].raw, m)
 			if err != nil {
 				return nil, 0, err
@@ -185,6 +188,32 @@ func (r *Recognizer) strip(msgs []message) ([]byte, int, error) {
 	}
 	b, err := json.Marshal(raws)
 	return b, removed, err
+}
+
+// onlyReplies is the 400 for messages that are all the host's replies:
+// with them taken out there is nothing to send, and the door answers as it
+// answers an empty messages, before any model or wake.
+func onlyReplies() *apiError {
+	return badRequest("messages", "messages holds only the host's own status replies, which never reach a model: there is nothing to send")
+}
+
+// sameName reports whether two messages' names (their raw values, nil when
+// absent) are one participant's: equal strings, no name and null alike.
+func sameName(a, b json.RawMessage) bool {
+	name := func(raw json.RawMessage) string {
+		var s *string
+		if len(raw) == 0 {
+			return ""
+		}
+		if json.Unmarshal(raw, &s) != nil {
+			return "\x00" + string(raw) // not a string: compared as written
+		}
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	return name(a) == name(b)
 }
 
 // mergeUser is user message a with mb's content after its own: strings

@@ -129,6 +129,29 @@ func TestRepliesTakenOutOfTheMessages(t *testing.T) {
 				`{"role":"tool","tool_call_id":"c1","content":"42"},{"role":"user","content":"and?"}]`,
 		},
 		{
+			// Two speakers are two messages, whatever the chat template
+			// thinks of two user turns in a row.
+			name: "two users' names: kept apart",
+			msgs: `[{"role":"user","name":"ann","content":"hi"},{"role":"assistant","content":"` + waking + `"},{"role":"user","name":"bob","content":"hello"}]`,
+			want: `[{"role":"user","name":"ann","content":"hi"},{"role":"user","name":"bob","content":"hello"}]`,
+		},
+		{
+			name: "a named user and an unnamed one: kept apart",
+			msgs: `[{"role":"user","name":"ann","content":"hi"},{"role":"assistant","content":"` + waking + `"},{"role":"user","content":"hello"}]`,
+			want: `[{"role":"user","name":"ann","content":"hi"},{"role":"user","content":"hello"}]`,
+		},
+		{
+			name: "no name and a null one: joined",
+			msgs: `[{"role":"user","content":"hi"},{"role":"assistant","content":"` + waking + `"},{"role":"user","name":null,"content":"again"}]`,
+			want: `[{"content":"hi\n\nagain","role":"user"}]`,
+		},
+		{
+			name: "one user's name: joined, the name kept",
+			msgs: `[{"role":"user","name":"ann","content":"hi"},{"role":"assistant","content":"` + waking + `"},{"role":"user","content":"again","name":"ann"},` +
+				`{"role":"assistant","content":"` + still + `"},{"role":"user","name":"bob","content":"b1"},{"role":"assistant","content":"` + still + `"},{"role":"user","name":"bob","content":"b2"}]`,
+			want: `[{"content":"hi\n\nagain","name":"ann","role":"user"},{"content":"b1\n\nb2","name":"bob","role":"user"}]`,
+		},
+		{
 			name: "a user quoting a reply is the user's",
 			msgs: `[{"role":"user","content":"` + waking + `"}]`,
 		},

@@ -122,11 +122,13 @@ func (t *turn) write(s *Server, b []byte) error {
 }
 
 // event writes v as one SSE data event (an error inside a stream: the
-// SDKs raise it).
-func (t *turn) event(v any) {
+// SDKs raise it), flushed, with a write deadline of its own like every
+// write: the error that ends a silent stream comes after the last chunk's
+// deadline has passed, and written under it, it would cut the stream
+// rather than end it.
+func (t *turn) event(s *Server, v any) {
 	b, _ := marshal(v) // ends in a newline
-	_, _ = t.w.Write(append(append([]byte("data: "), b...), '\n'))
-	_ = t.rc.Flush()
+	_ = t.write(s, append(append([]byte("data: "), b...), '\n'))
 }
 
 // The statuses of a model's own answer that are relayed: the request was at

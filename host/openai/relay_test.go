@@ -8,9 +8,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
@@ -100,6 +103,7 @@ func TestStreamClientDisconnectCancelsUpstream(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1/chat/completions",
 		strings.NewReader(`{"model":"qwen","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -152,8 +156,7 @@ func TestStreamHeadWithTheFirstBytes(t *testing.T) {
 				return &pluginapi.StreamResponse{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: tt.body}, nil
 			}
 			w := &flushRecorder{ResponseRecorder: httptest.NewRecorder()}
-			r := httptest.NewRequest(http.MethodPost, "/v1/chat/completions",
-				strings.NewReader(`{"model":"qwen","stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+			r := completionRequest(context.Background(), `{"model":"qwen","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
 			d.Handler().ServeHTTP(w, r)
 			if w.Body.String() != events {
 				t.Errorf("body %q", w.Body.String())
@@ -164,3 +167,96 @@ func TestStreamHeadWithTheFirstBytes(t *testing.T) {
 		})
 	}
 }
+
+// silentBody is a stream that sends first, then nothing for silence, and
+// then fails as a plugin's body does when its time cap cuts a silent
+// stream.
+type silentBody struct {
+	first   string
+	silence time.Duration
+}
+
+func (b *silentBody) Read(p []byte) (int, error) {
+	if b.first != "" {
+		n := copy(p, b.first)
+		b.first = b.first[n:]
+		return n, nil
+	}
+	time.Sleep(b.silence)
+	return 0, &pluginapi.CompletionError{Status: 200, Aborted: true, Message: "timed out after " + b.silence.String()}
+}
+
+func (*silentBody) Close() error { return nil }
+
+// A model that goes silent after its head and a chunk: its time cap ends the
+// body a little after the door's per-write deadline (the same duration,
+// counted from the last chunk) has passed. The stream still ends with the
+// documented error event, and the connection closes cleanly after it (the
+// chunked body ends): the error event is not written under the deadline of
+// the last chunk. A long stream that keeps coming is not cut: every chunk
+// gets a deadline of its own.
+func TestStreamSilentModelEndsWithAnErrorEvent(t *testing.T) {
+	const writeTimeout = 10 * time.Second
+	tests := []struct {
+		name string
+		body io.ReadCloser
+		want string
+	}{
+		{"silent after one chunk", &silentBody{first: "data: {\"n\":1}\n\n", silence: writeTimeout + time.Second},
+			"data: {\"n\":1}\n\n" + `data: {"error":{"message":"the model provider failed: the answer stopped before its end","type":"api_error","param":null,"code":"provider_failed"}}` + "\n\n"},
+		{"a chunk every 9s for 2 minutes", &slowBody{chunks: 14, gap: writeTimeout - time.Second},
+			strings.Repeat("data: {\"n\":1}\n\n", 14) + "data: [DONE]\n\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				d := newDoor(t, func(c *openai.Config) { c.WriteTimeout = writeTimeout })
+				d.model.stream = func(context.Context, []byte) (*pluginapi.StreamResponse, error) {
+					return &pluginapi.StreamResponse{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: tt.body}, nil
+				}
+				l := newPipeListener()
+				srv := &http.Server{Handler: d.Handler(), WriteTimeout: writeTimeout}
+				go func() { _ = srv.Serve(l) }()
+				defer srv.Close()
+				conn := l.dial()
+				defer conn.Close()
+
+				req := completionRequest(context.Background(), `{"model":"qwen","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+				go func() { _ = req.Write(conn) }()
+				resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+				if err != nil {
+					t.Fatalf("the answer's head: %v", err)
+				}
+				body, err := io.ReadAll(resp.Body)
+				if err != nil {
+					t.Errorf("the stream was cut: %v", err)
+				}
+				if diff := cmp.Diff(tt.want, string(body)); diff != "" {
+					t.Errorf("the stream (-want +got):\n%s", diff)
+				}
+			})
+		})
+	}
+}
+
+// slowBody is a stream of chunks, gap apart, to its [DONE].
+type slowBody struct {
+	chunks int
+	gap    time.Duration
+	done   bool
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	switch {
+	case b.chunks > 0:
+		time.Sleep(b.gap)
+		b.chunks--
+		return copy(p, "data: {\"n\":1}\n\n"), nil
+	case !b.done:
+		b.done = true
+		return copy(p, "data: [DONE]\n\n"), nil
+	}
+	return 0, io.EOF
+}
+
+func (*slowBody) Close() error { return nil }

@@ -64,9 +64,9 @@ type delta struct {
 var null = json.RawMessage("null")
 
 // reply answers the policy's decision d, its text as the assistant's
-// message: a chat.completion, or a complete chunk sequence for a stream
-// (inside the stream when its head was sent already, as after a hold). Its
-// state is X-Wake-State.
+// message of each of the request's n choices: a chat.completion, or a
+// complete chunk sequence for a stream (inside the stream when its head was
+// sent already, as after a hold). Its state is X-Wake-State.
 func (s *Server) reply(t *turn, d machines.Decision) {
 	t.result = string(d.Reply)
 	text, state := d.Text, string(d.To)
@@ -75,10 +75,11 @@ func (s *Server) reply(t *turn, d machines.Decision) {
 	model := t.p.Name
 	if !t.req.stream {
 		t.w.Header().Set(wakeStateHeader, state)
-		writeJSON(t.w, http.StatusOK, completion{
-			ID: id, Object: "chat.completion", Created: created, Model: model,
-			Choices: []choice{{Message: choiceMessage{Role: "assistant", Content: text}, Logprobs: null, FinishReason: "stop"}},
-		})
+		cc := completion{ID: id, Object: "chat.completion", Created: created, Model: model, Choices: make([]choice, t.req.choices)}
+		for i := range cc.Choices {
+			cc.Choices[i] = choice{Index: i, Message: choiceMessage{Role: "assistant", Content: text}, Logprobs: null, FinishReason: "stop"}
+		}
+		writeJSON(t.w, http.StatusOK, cc)
 		return
 	}
 	if !t.started {
@@ -86,17 +87,22 @@ func (s *Server) reply(t *turn, d machines.Decision) {
 	}
 	stop, empty := "stop", ""
 	c := chunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model}
+	// n choices (the request's n) stream as OpenAI streams them: one choice
+	// a chunk, each step for every choice in turn.
 	for _, ch := range []chunkChoice{
 		{Delta: delta{Role: "assistant", Content: &empty}, Logprobs: null},
 		{Delta: delta{Content: &text}, Logprobs: null},
 		{Delta: delta{}, Logprobs: null, FinishReason: &stop},
 	} {
-		c.Choices = []chunkChoice{ch}
-		t.event(c)
+		for i := range t.req.choices {
+			ch.Index = i
+			c.Choices = []chunkChoice{ch}
+			t.event(s, c)
+		}
 	}
 	if t.req.includeUsage {
 		c.Choices, c.Usage = []chunkChoice{}, &usage{}
-		t.event(c)
+		t.event(s, c)
 	}
 	_ = t.write(s, []byte("data: [DONE]\n\n"))
 }

@@ -2,11 +2,13 @@
 // answer they give is JSON: the body writers, the 404 that names a missing
 // endpoint without echoing a client's text, and the guard that keeps
 // ServeMux's own answers (an HTML redirect for an unclean path, a plain-text
-// 400 for a path that is not one) from reaching a client.
+// 400 for a path that is not one) from reaching a client; and the one rule
+// for what a JSON request body must say it is.
 package jsonhttp
 
 import (
 	"encoding/json"
+	"mime"
 	"net/http"
 	"path"
 	"strconv"
@@ -59,6 +61,22 @@ func Allow(w http.ResponseWriter, r *http.Request, method string) bool {
 	w.Header().Set("Allow", method)
 	Error(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use "+method)
 	return false
+}
+
+// WantJSON is the message of the 415 for a request that is not JSON.
+const WantJSON = "Content-Type must be application/json"
+
+// IsJSON reports whether contentType, a request's Content-Type header, is
+// application/json, with or without parameters ("application/json;
+// charset=utf-8"; names are case-insensitive). Nothing else is: not a
+// missing header, not a malformed one, not a +json suffix type. The rule
+// also keeps other sites off the host's JSON endpoints: a browser sends a
+// cross-origin POST without asking first (no CORS preflight) only as
+// text/plain, form data or multipart, so a handler that checks this before
+// it does anything acts on no such request.
+func IsJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
 }
 
 // PlainPath reports whether p may be echoed in an error: a slash and at

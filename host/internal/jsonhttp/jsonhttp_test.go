@@ -139,3 +139,29 @@ func TestAllow(t *testing.T) {
 		}
 	}
 }
+
+// IsJSON takes application/json with any parameters, and nothing else.
+func TestIsJSON(t *testing.T) {
+	tests := map[string]bool{
+		"application/json":                  true,
+		"application/json; charset=utf-8":   true,
+		"Application/JSON;charset=UTF-8":    true,
+		"":                                  false,
+		"text/plain":                        false,
+		"text/plain; charset=utf-8":         false,
+		"application/x-www-form-urlencoded": false,
+		"multipart/form-data; boundary=x":   false,
+		"application/vnd.api+json":          false,
+		"application/jsonl":                 false,
+		"application/json, text/plain":      false,
+		"application/json; charset":         false,
+		"application/json text/plain":       false,
+		"text/plain; x=application/json":    false,
+		"application/x-json; charset=utf-8": false,
+	}
+	for ct, want := range tests {
+		if got := jsonhttp.IsJSON(ct); got != want {
+			t.Errorf("IsJSON(%q) = %v, want %v", ct, got, want)
+		}
+	}
+}
