@@ -38,16 +38,10 @@ func TestReadyThenIdleStop(t *testing.T) {
 	if got := h.ask(t, session, "still there?"); got != want {
 		t.Errorf("ask after the idle stop: reply %q, want %q", got, want)
 	}
-	// The stale endpoint was tried first: the provider plugin saw the
-	// proxy's 404 for the stopped pod.
-	stale := false
-	for _, l := range h.log.Matching(t, "completion failed") {
-		if l.Attrs["status"] == float64(http.StatusNotFound) {
-			stale = true
-		}
-	}
-	if !stale {
-		t.Errorf("no completion answered 404 after the idle stop: the held proxy URL was not tried (D6); the log:\n%s", h.log.String())
+	// The stale endpoint was tried first: the proxy turned a completion
+	// away with 404 for the stopped pod.
+	if n := s.CompletionsTurnedAway(http.StatusNotFound); n == 0 {
+		t.Errorf("no completion answered 404 after the idle stop: the held proxy URL was not tried (D6)")
 	}
 	h.log.WaitLine(t, "wake requested for pod qwen", 2, waitFor)
 	if n := s.StartRequests("qwen"); n != 2 {

@@ -163,6 +163,9 @@ func writeBadRequest(w http.ResponseWriter, msg string) {
 func (s *Sim) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	podID := r.PathValue("podId")
 	if g, _ := s.proxied(podID, false); g != gateReady {
+		s.mu.Lock()
+		s.turnedAway[g]++
+		s.mu.Unlock()
 		writeGate(w, g, podID)
 		return
 	}

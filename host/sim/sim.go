@@ -35,6 +35,7 @@ type Sim struct {
 	byID        map[string]*pod // by every pod id ever issued
 	seq         int             // pod ids issued
 	completions int             // completions answered, for response ids
+	turnedAway  map[gate]int    // completions the proxy answered for a pod not ready, by gate
 	modelDelay  time.Duration
 	stream      streamState
 	srv         *http.Server
@@ -57,12 +58,13 @@ type pod struct {
 // New returns a Sim for cfg. It does not listen: call Start, or serve Handler.
 func New(cfg Config) *Sim {
 	s := &Sim{
-		clock:  cfg.Clock,
-		tm:     cfg.timing(),
-		hold:   !cfg.NoStartHold,
-		closed: make(chan struct{}),
-		pods:   make(map[string]*pod),
-		byID:   make(map[string]*pod),
+		clock:      cfg.Clock,
+		tm:         cfg.timing(),
+		hold:       !cfg.NoStartHold,
+		closed:     make(chan struct{}),
+		pods:       make(map[string]*pod),
+		turnedAway: make(map[gate]int),
+		byID:       make(map[string]*pod),
 	}
 	if s.clock == nil {
 		s.clock = realClock{}
@@ -209,6 +211,21 @@ func (s *Sim) Wakes(name string) []WakeReport {
 		out = append(out, r)
 	}
 	return out
+}
+
+// CompletionsTurnedAway is how many completion requests the proxy answered
+// with status (404 for a pod that is not running, 502 while its model
+// loads) instead of passing them to a model.
+func (s *Sim) CompletionsTurnedAway(status int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch status {
+	case http.StatusNotFound:
+		return s.turnedAway[gateNotFound]
+	case http.StatusBadGateway:
+		return s.turnedAway[gateLoading]
+	}
+	return 0
 }
 
 // Completions is how many completion requests the model took up and
