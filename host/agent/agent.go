@@ -22,13 +22,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
-// Model answers a list of messages; *resolve.Model is one.
+// Model answers a list of messages, sent as send says (D10); *resolve.Model
+// is one.
 type Model interface {
-	Complete(ctx context.Context, msgs []pluginapi.Message) (string, error)
+	Complete(ctx context.Context, msgs []pluginapi.Message, send resolve.Send) (string, error)
 }
 
 // History is where sessions keep their turns: store.History, which every
@@ -129,7 +131,7 @@ func (a *Agent) Process(ctx context.Context, session, message string) (Result, e
 	}
 	var last error
 	for _, p := range a.cfg.Chain {
-		reply, err := p.Model.Complete(ctx, msgs)
+		reply, err := p.Model.Complete(ctx, msgs, resolve.Retry)
 		if err == nil {
 			return Result{Reply: reply, Provider: p.Name}, nil
 		}
@@ -141,11 +143,9 @@ func (a *Agent) Process(ctx context.Context, session, message string) (Result, e
 	return Result{}, last
 }
 
-// ProcessOn runs message on provider alone: no fallback, whatever the chain
-// says now. complete is the model call to make, so a caller can choose one
-// that never re-sends (see resolve.Model.CompleteOnce).
-func (a *Agent) ProcessOn(ctx context.Context, session, message, provider string,
-	complete func(m Model, ctx context.Context, msgs []pluginapi.Message) (string, error)) (Result, error) {
+// ProcessOn runs message on provider alone, sent as send says: no
+// fallback, whatever the chain says now.
+func (a *Agent) ProcessOn(ctx context.Context, session, message, provider string, send resolve.Send) (Result, error) {
 	m, ok := a.all[provider]
 	if !ok {
 		return Result{}, fmt.Errorf("agent: provider %s: %w", provider, ErrNoProvider)
@@ -154,10 +154,7 @@ func (a *Agent) ProcessOn(ctx context.Context, session, message, provider string
 	if err != nil {
 		return Result{}, err
 	}
-	if complete == nil {
-		complete = Model.Complete
-	}
-	reply, err := complete(m, ctx, msgs)
+	reply, err := m.Complete(ctx, msgs, send)
 	if err != nil {
 		return Result{}, fmt.Errorf("agent: %w", err)
 	}

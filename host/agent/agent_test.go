@@ -20,12 +20,14 @@ type fakeModel struct {
 	err   error
 	mu    sync.Mutex
 	sent  [][]pluginapi.Message
+	sends []resolve.Send
 }
 
-func (f *fakeModel) Complete(_ context.Context, msgs []pluginapi.Message) (string, error) {
+func (f *fakeModel) Complete(_ context.Context, msgs []pluginapi.Message, send resolve.Send) (string, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.sent = append(f.sent, msgs)
+	f.sends = append(f.sends, send)
 	return f.reply, f.err
 }
 
@@ -136,23 +138,24 @@ func TestProcessOn(t *testing.T) {
 		t.Fatalf("Has/First wrong: other %v nope %v first %q", ag.Has("other"), ag.Has("nope"), ag.First())
 	}
 	// Pinned: no fallback from b to a.
-	if _, err := ag.ProcessOn(context.Background(), "s1", "hi", "b", nil); err == nil || len(a.sent) != 0 {
+	if _, err := ag.ProcessOn(context.Background(), "s1", "hi", "b", resolve.Retry); err == nil || len(a.sent) != 0 {
 		t.Errorf("pinned b: err %v, a called %d times; want an error and no fallback", err, len(a.sent))
 	}
 	// A provider outside the chain can be pinned.
-	if res, err := ag.ProcessOn(context.Background(), "s1", "hi", "other", nil); err != nil || res.Reply != "from other" {
+	if res, err := ag.ProcessOn(context.Background(), "s1", "hi", "other", resolve.Retry); err != nil || res.Reply != "from other" {
 		t.Errorf("pinned other: %+v, %v", res, err)
 	}
-	// A custom completion call is used.
-	called := false
-	once := func(m Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
-		called = true
-		return m.Complete(ctx, msgs)
+	// The send mode reaches the model as given; the chain sends with Retry.
+	if _, err := ag.ProcessOn(context.Background(), "s1", "hi", "a", resolve.Once); err != nil {
+		t.Errorf("pinned a: %v", err)
 	}
-	if _, err := ag.ProcessOn(context.Background(), "s1", "hi", "a", once); err != nil || !called {
-		t.Errorf("custom completion: called %v, err %v", called, err)
+	if _, err := ag.Process(context.Background(), "s1", "hi"); err != nil {
+		t.Errorf("chain: %v", err)
 	}
-	if _, err := ag.ProcessOn(context.Background(), "s1", "hi", "nope", nil); !errors.Is(err, ErrNoProvider) {
+	if diff := cmp.Diff([]resolve.Send{resolve.Once, resolve.Retry}, a.sends); diff != "" {
+		t.Errorf("send modes (-want +got):\n%s", diff)
+	}
+	if _, err := ag.ProcessOn(context.Background(), "s1", "hi", "nope", resolve.Retry); !errors.Is(err, ErrNoProvider) {
 		t.Errorf("unknown provider: %v, want ErrNoProvider", err)
 	}
 }

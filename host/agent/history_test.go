@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -198,7 +199,7 @@ func TestMessageTooLarge(t *testing.T) {
 	if _, err := ag.Process(context.Background(), "s1", x(ag.MaxMessageBytes()+1)); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("Process of a message one byte over: %v, want ErrTooLarge", err)
 	}
-	if _, err := ag.ProcessOn(context.Background(), "s1", x(ag.MaxMessageBytes()+1), "a", nil); !errors.Is(err, ErrTooLarge) {
+	if _, err := ag.ProcessOn(context.Background(), "s1", x(ag.MaxMessageBytes()+1), "a", resolve.Retry); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("ProcessOn of a message one byte over: %v, want ErrTooLarge", err)
 	}
 	if len(m.sent) != 1 {

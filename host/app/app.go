@@ -29,11 +29,11 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/events"
 	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/openai"
-	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/host/store/postgres"
 	"github.com/wakeonchat/wakeonchat/host/supervisor"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/host/wake"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
@@ -204,26 +204,28 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 			others = append(others, agent.Provider{Name: p.Name, Model: models[p.Name]})
 		}
 	}
-	views := make(map[string]chat.PodView, len(pods))
+	views := make(map[string]turn.PodView, len(pods))
 	for name, r := range pods {
 		views[name] = r
 	}
+	// One turn service for both doors: a burst across them makes one wake.
+	turns := turn.New(turn.Config{
+		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Events: a.hub, Clock: a.clock, Logger: a.log,
+	})
 	a.server = chat.New(chat.Config{
 		Agent: agent.New(agent.Config{
 			Chain: chain, Others: others, History: a.store,
 			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages, HistoryBytes: cfg.Agent.HistoryBytes,
 			RequestBytes: pluginapi.MaxMessageBytes,
 		}),
-		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Turns: turns(a.store), Clock: a.clock, Logger: a.log,
+		Service: turns, Wake: a.coord, Policy: pod, Pods: views, Turns: sessionTurns(a.store), Clock: a.clock, Logger: a.log,
 		MaxBody:         cfg.Server.MaxBodyBytes,
-		Once:            pinned((*resolve.Model).CompleteOnce),
-		NoResend:        pinned((*resolve.Model).CompleteNoResend),
 		Ready:           a.ready,
 		Events:          a.hub,
 		EventsKeepalive: cfg.Server.EventsKeepalive.Duration,
 		Metrics:         a.metrics,
 	})
-	if a.door, err = a.openAIDoor(o.Getenv, models, pods); err != nil {
+	if a.door, err = a.openAIDoor(o.Getenv, models, turns); err != nil {
 		return nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.Server.Listen)
@@ -411,22 +413,12 @@ func (a *App) close(ctx context.Context, graceRanOut bool) error {
 	return errors.Join(errs...)
 }
 
-// turns is the store's one-turn-per-session rule when it has one (a store
-// the hosts share), else nil: the chat server's own slots are the rule.
-func turns(s store.Backend) store.Turns {
+// sessionTurns is the store's one-turn-per-session rule when it has one (a
+// store the hosts share), else nil: the chat server's own slots are the
+// rule.
+func sessionTurns(s store.Backend) store.Turns {
 	t, _ := s.(store.Turns)
 	return t
-}
-
-// pinned adapts one of resolve.Model's completion calls to a chat turn's
-// model (every configured model is a *resolve.Model).
-func pinned(call func(*resolve.Model, context.Context, []pluginapi.Message) (string, error)) chat.OnceFunc {
-	return func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
-		if rm, ok := m.(*resolve.Model); ok {
-			return call(rm, ctx, msgs)
-		}
-		return m.Complete(ctx, msgs)
-	}
 }
 
 // ready is /readyz: config loaded (it is, or New failed), store open, both

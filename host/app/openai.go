@@ -8,19 +8,16 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/config"
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 )
 
 // openAIDoor builds the OpenAI-compatible door on the same models, pods and
 // wake coordinator as /api/chat.
-func (a *App) openAIDoor(getenv func(string) string, models map[string]*resolve.Model, pods map[string]*resolve.Resolver) (*openai.Server, error) {
+func (a *App) openAIDoor(getenv func(string) string, models map[string]*resolve.Model, turns *turn.Service) (*openai.Server, error) {
 	c := a.cfg
 	var provs []openai.Provider
 	for _, p := range c.Providers {
 		provs = append(provs, openai.Provider{Name: p.Name, ModelName: p.Model, Pod: p.Pod, Model: models[p.Name]})
-	}
-	views := make(map[string]openai.PodView, len(pods))
-	for name, r := range pods {
-		views[name] = r
 	}
 	replies, err := openai.NewRecognizer(c.Replies)
 	if err != nil {
@@ -36,11 +33,10 @@ func (a *App) openAIDoor(getenv func(string) string, models map[string]*resolve.
 		}
 	}
 	return openai.New(openai.Config{
-		Providers: provs, Wake: a.coord, Pods: views, Replies: replies,
+		Providers: provs, Service: turns, Replies: replies,
 		Clock: a.clock, Logger: a.log, MaxBody: c.Server.MaxBodyBytes,
 		Keys: keys, RequireKey: c.OpenAI.APIKeysEnv != "", CORSOrigins: c.OpenAI.CORSOrigins,
 		Hold: c.OpenAI.ColdStart == config.ColdStartHold, HoldMax: c.OpenAI.HoldMax.Duration, Keepalive: c.OpenAI.Keepalive.Duration,
-		Events:       a.hub,
 		WriteTimeout: c.Timings.CompletionTimeout.Duration,
 		Metrics:      a.metrics,
 	}), nil

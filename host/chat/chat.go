@@ -14,7 +14,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
-	"github.com/wakeonchat/wakeonchat/machines"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 )
 
 // reply is the body of every 200 from /api/chat: a model's answer and every
@@ -100,13 +100,32 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			writeProviderFailed(w)
 		}
 	}()
+	out, err := s.run(r.Context(), req)
+	result = s.answer(w, r.Context(), req, out, err)
+}
+
+// run hands the turn to the turn service in its wake mode: the chain's
+// answer or the policy's reply by default (D4); pinned to the chain's first
+// provider, a pending wake instead of a run, with wait; the pending wake's
+// prompt run once, with resume (#715).
+func (s *Server) run(ctx context.Context, req request) (turn.Outcome[agent.Result], error) {
 	switch req.WakeMode {
 	case ModeWait:
-		result = s.wait(w, r.Context(), req)
+		provider := s.cfg.Agent.First()
+		return turn.Wait(ctx, s.cfg.Service, req.SessionID, provider, s.pinned(req, provider))
 	case ModeResume:
-		result = s.resume(w, r.Context(), req)
-	default:
-		result = s.legacy(w, r.Context(), req)
+		return turn.Resume(ctx, s.cfg.Service, req.SessionID, req.PendingWake, s.cfg.Agent.Has,
+			func(provider string) turn.Call[agent.Result] { return s.pinned(req, provider) })
+	}
+	return turn.Run(ctx, s.cfg.Service, turn.Ask{Send: resolve.Retry}, func(ctx context.Context, _ resolve.Send) (agent.Result, error) {
+		return s.cfg.Agent.Process(ctx, req.SessionID, req.Message)
+	})
+}
+
+// pinned is the turn's model call on provider alone.
+func (s *Server) pinned(req request, provider string) turn.Call[agent.Result] {
+	return func(ctx context.Context, send resolve.Send) (agent.Result, error) {
+		return s.cfg.Agent.ProcessOn(ctx, req.SessionID, req.Message, provider, send)
 	}
 }
 
@@ -122,198 +141,37 @@ func requestResult(status int) string {
 	return metrics.ResultBadRequest
 }
 
-// legacy runs the turn through the provider chain; a not-ready error runs
-// the wake policy (D4).
-func (s *Server) legacy(w http.ResponseWriter, ctx context.Context, req request) string {
-	res, err := s.cfg.Agent.Process(ctx, req.SessionID, req.Message)
-	_, d, result, done := s.settle(w, ctx, req, res, err)
-	if done {
-		return result
-	}
-	jsonhttp.Write(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID})
-	return string(d.Reply)
-}
-
-// wait pins the chain's first provider. A turn that can run, runs; one that
-// finds the model not ready runs the policy (which may wake) and leaves a
-// pendingWake marker instead of running the prompt (#715).
-func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) string {
-	provider := s.cfg.Agent.First()
-	res, err := s.cfg.Agent.ProcessOn(ctx, req.SessionID, req.Message, provider, s.cfg.NoResend)
-	nr, d, result, done := s.settle(w, ctx, req, res, err)
-	if done {
-		return result
-	}
-	rec, err := s.cfg.Wake.Record(nr.Pod)
-	if err != nil {
-		return s.failed(w, ctx, req.SessionID, err)
-	}
-	p := store.Pending{
-		Key: s.cfg.NewToken(), Pod: nr.Pod, Provider: provider,
-		WakeRequestedAt: rec.WakeRequestedAt, State: string(d.To), CreatedAt: s.cfg.Clock.Now(),
-	}
-	if err := s.cfg.Pending.PutPending(req.SessionID, p); err != nil {
-		return s.failed(w, ctx, req.SessionID, err)
-	}
-	jsonhttp.Write(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID, PendingWake: wirePending(p)})
-	return string(d.Reply)
-}
-
-// settle answers a turn that reached a model (200) or failed plainly (502)
-// and reports done, with the turn's result. A not-ready turn is left to the
-// caller, with the wake policy's decision, already acted on.
-func (s *Server) settle(w http.ResponseWriter, ctx context.Context, req request, res agent.Result, err error) (*resolve.NotReadyError, machines.Decision, string, bool) {
-	session := req.SessionID
-	if err == nil {
-		return nil, machines.Decision{}, s.answered(w, req, res), true
-	}
-	nr, ok := s.wakeable(err)
-	if !ok {
-		return nil, machines.Decision{}, s.failed(w, ctx, session, err), true
-	}
-	d, err := s.notReady(ctx, nr)
-	if err != nil {
-		return nil, machines.Decision{}, s.failed(w, ctx, session, err), true
-	}
-	return nr, d, "", false
-}
-
-// resume runs a held prompt once the model is freshly ready, on the pinned
-// provider, exactly once. It never wakes (#715).
-func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request) string {
-	p, ok, err := s.cfg.Pending.Pending(req.SessionID)
+// answer encodes how the turn ended and returns its result: the model's
+// answer (answered), the policy's reply (its key) with the pending wake
+// when there is one, or the error's answer.
+func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req request, out turn.Outcome[agent.Result], err error) string {
 	switch {
 	case err != nil:
 		return s.failed(w, ctx, req.SessionID, err)
-	case !ok:
-		jsonhttp.Error(w, http.StatusConflict, "no pending wake for this session")
-		return metrics.ResultConflict
-	case p.Key != req.PendingWake:
-		jsonhttp.Error(w, http.StatusConflict, "pendingWake does not match this session's pending wake")
-		return metrics.ResultConflict
+	case out.Answered:
+		return s.answered(w, req, out.Answer)
 	}
-	if _, ok := s.cfg.Pods[p.Pod]; !ok {
-		s.cfg.Logger.Error("resume: pinned pod is no longer configured", "session", req.SessionID, "pod", p.Pod)
-		jsonhttp.Error(w, http.StatusConflict, "the pod this wake was pinned to is no longer configured")
-		return metrics.ResultConflict
+	rep := reply{Reply: out.Said.Decision.Text, SessionID: req.SessionID}
+	if p := out.Said.Pending; p != nil {
+		rep.PendingWake = wirePending(*p)
 	}
-	if !s.cfg.Agent.Has(p.Provider) {
-		s.cfg.Logger.Error("resume: pinned provider is no longer configured", "session", req.SessionID, "provider", p.Provider)
-		jsonhttp.Error(w, http.StatusConflict, "the provider this wake was pinned to is no longer configured")
-		return metrics.ResultConflict
-	}
-	if rec, view, fresh := s.readiness(ctx, p.Pod); !fresh {
-		key, text := s.describe(rec, view)
-		jsonhttp.Write(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
-		return key
-	}
-	// The key is consumed before the turn runs: a turn that ran, whatever
-	// its outcome, can never be resumed twice.
-	if _, err := s.cfg.Pending.TakePending(req.SessionID, p.Key); err != nil {
-		jsonhttp.Error(w, http.StatusConflict, "no pending wake for this session")
-		return metrics.ResultConflict
-	}
-	res, err := s.cfg.Agent.ProcessOn(ctx, req.SessionID, req.Message, p.Provider, s.cfg.Once)
-	if err == nil {
-		return s.answered(w, req, res)
-	}
-	var nr *resolve.NotReadyError
-	if errors.As(err, &nr) || resolve.NeverSent(err) {
-		// The pod stopped between the readiness check and the completion, and
-		// the prompt provably never reached a model: keep the marker, so the
-		// client can resume once the pod is back, and wake nothing.
-		if perr := s.cfg.Pending.PutPending(req.SessionID, p); perr != nil {
-			return s.failed(w, ctx, req.SessionID, perr)
-		}
-		var key, text string
-		if nr != nil && nr.ModelLoading {
-			// RUNNING and not answering is an event the machine takes (it
-			// never wakes): loading, stuck or crashed.
-			d, err := s.notReady(ctx, nr)
-			if err != nil {
-				return s.failed(w, ctx, req.SessionID, err)
-			}
-			key, text = string(d.Reply), d.Text
-		} else {
-			rec, view, _ := s.readiness(ctx, p.Pod)
-			key, text = s.describe(rec, view)
-		}
-		s.cfg.Logger.Warn("resume: the pod stopped before the turn ran; pending wake kept", "session", req.SessionID, "pod", p.Pod)
-		jsonhttp.Write(w, http.StatusOK, reply{Reply: text, SessionID: req.SessionID, PendingWake: wirePending(p)})
-		return key
-	}
-	return s.failed(w, ctx, req.SessionID, err)
+	jsonhttp.Write(w, http.StatusOK, rep)
+	return string(out.Said.Decision.Reply)
 }
 
-// readiness asks the conductor about pod now (the answer reaches the
-// machine through the resolver's observer) and reports whether the model is
-// freshly ready: the machine says ready, and the conductor said so now, not
-// from cache (machines.Reports). It also returns the pod's record and view,
-// for the state's reply when it is not.
-func (s *Server) readiness(ctx context.Context, pod string) (machines.Record, machines.View, bool) {
-	view := machines.View{Lookup: machines.LookupUnreadable}
-	if podView, ok := s.cfg.Pods[pod]; ok {
-		if res, err := podView.Lookup(ctx); err == nil {
-			view = viewOf(res)
-		}
-	}
-	rec, err := s.cfg.Wake.Record(pod)
-	if err != nil {
-		return machines.NewRecord(pod), machines.View{Lookup: machines.LookupUnreadable}, false
-	}
-	_, ready := machines.Reports(rec, view)
-	return rec, view, ready
-}
-
-// viewOf is what the conductor said, as the machine reads it.
-func viewOf(res resolve.Resolution) machines.View {
-	return machines.View{Status: res.Status, IsRunning: res.IsRunning, Lookup: string(res.Lookup),
-		ReadySince: res.ReadySince, FromCache: res.FromCache}
-}
-
-// describe is the state's reply for a turn that must not wake, and its
-// key.
-func (s *Server) describe(rec machines.Record, v machines.View) (string, string) {
-	key, text, err := s.cfg.Policy.Describe(rec, v, s.cfg.Clock.Now(), s.cfg.Wake.Estimate(rec.Pod))
-	if err != nil {
-		// Replies were rendered against sample data at load; this is a bug.
-		s.cfg.Logger.Error("rendering a reply", "err", err)
-		return metrics.ResultInternalError, machines.FallbackReply
-	}
-	return string(key), text
-}
-
-// notReady runs the pod lifecycle machine for a not-ready turn.
-func (s *Server) notReady(ctx context.Context, nr *resolve.NotReadyError) (machines.Decision, error) {
-	return s.cfg.Wake.NotReady(ctx, nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading)
-}
-
-// wakeable finds a not-ready error the machine may act on: retryable, about
-// a configured pod (D4, D5).
-func (s *Server) wakeable(err error) (*resolve.NotReadyError, bool) {
-	var nr *resolve.NotReadyError
-	if !errors.As(err, &nr) || !nr.Retryable {
-		return nil, false
-	}
-	if _, ok := s.cfg.Pods[nr.Pod]; !ok {
-		return nil, false
-	}
-	return nr, true
-}
-
-// failed answers the generic 502 and logs the error, once, here. A turn
-// the host's shutdown cut (its context ended with ErrShutdown) is no
-// provider failure: it answers 503 and is logged as cut. It returns the
-// turn's result.
+// failed answers a turn that ended in err as its row of codes says, logs
+// it, once, here, and returns the turn's result.
 func (s *Server) failed(w http.ResponseWriter, ctx context.Context, session string, err error) string {
-	if errors.Is(context.Cause(ctx), ErrShutdown) {
-		s.cfg.Logger.Warn("turn cut by shutdown", "session", session, "err", logErr{err})
-		jsonhttp.Error(w, http.StatusServiceUnavailable, "the host shut down before this turn finished")
-		return metrics.ResultShutdown
+	c := classify(ctx, err)
+	if c.line != "" {
+		s.cfg.Logger.Log(ctx, c.level, c.line, "session", session, "err", logErr{err})
 	}
-	s.cfg.Logger.Error("turn failed", "session", session, "err", logErr{err})
-	writeProviderFailed(w)
-	return metrics.ResultProviderFailed
+	if c.status == http.StatusBadGateway {
+		writeProviderFailed(w)
+	} else {
+		jsonhttp.Error(w, c.status, c.message)
+	}
+	return c.result
 }
 
 // answered sends a model's reply, then stores the turn before the session's

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
-	"github.com/wakeonchat/wakeonchat/host/chat"
+	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
@@ -417,18 +417,15 @@ func TestResumeFailsWhileConductorSaysReady(t *testing.T) {
 	}
 }
 
-// TestResumeModelLoading: a resume whose completion re-resolves (a Once
-// that is Complete) and finds the RUNNING pod's model not answering gets a
+// TestResumeModelLoading: a resume whose completion re-resolves (a model
+// that sends Once as Retry) and finds the RUNNING pod's model not answering gets a
 // not-ready error with modelLoading. It is the machine's modelLoading
 // event, which never wakes: on the ready boot the model crashed. The marker
 // is kept.
 func TestResumeModelLoading(t *testing.T) {
 	h := newHarness(t)
-	srv := h.serve(t, []string{"a"}, func(c *chat.Config) {
-		c.Once = func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
-			return m.Complete(ctx, msgs)
-		}
-	})
+	h.models["a"] = retrying{h.models["a"]}
+	srv := h.serve(t, []string{"a"}, nil)
 	waitAsleep(t, h, srv)
 	h.advance(t, 9*time.Minute)
 	h.gpu.set(readyPod("2026-09-09T12:34:56Z"))
@@ -451,4 +448,12 @@ func TestResumeModelLoading(t *testing.T) {
 	if got := h.startsInTheEnd(t); got != 1 {
 		t.Errorf("%d starts, want 1: resume never wakes", got)
 	}
+}
+
+// retrying is a model that sends every completion with resolve.Retry,
+// whatever its send mode.
+type retrying struct{ agent.Model }
+
+func (m retrying) Complete(ctx context.Context, msgs []pluginapi.Message, _ resolve.Send) (string, error) {
+	return m.Model.Complete(ctx, msgs, resolve.Retry)
 }

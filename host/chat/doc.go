@@ -3,9 +3,11 @@
 // from host/events: no conductor lookup per subscriber), /healthz and
 // /readyz.
 //
-// A turn that reaches a model answers 200 {reply, sessionId}. A turn that
-// finds the model not ready runs the wake policy (through host/wake) and
-// answers 200 in the same shape with the policy's plain-text reply, so every
+// Every turn is a turn of the turn service (host/turn); the door decodes,
+// encodes and maps errors to statuses in one table (codes). A turn that
+// reaches a model answers 200 {reply, sessionId}. A turn that finds the
+// model not ready runs the wake policy (through the service) and answers
+// 200 in the same shape with the policy's plain-text reply, so every
 // client renders it as an assistant message (D4). Config-class failures,
 // not-ready errors that are not retryable and plain provider failures answer
 // 502 {"error":"the agent provider failed"} byte for byte and never wake (D5).

@@ -21,6 +21,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/events"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/host/wake"
 	"github.com/wakeonchat/wakeonchat/machines"
 )
@@ -68,7 +69,7 @@ func (w *streamWriter) String() string {
 	return w.body.String()
 }
 
-// countingPod is a chat.PodView that counts its lookups: an event stream
+// countingPod is a turn.PodView that counts its lookups: an event stream
 // must make none.
 type countingPod struct {
 	mu      sync.Mutex
@@ -100,7 +101,7 @@ type eventsFixture struct {
 func newEventsFixture(buffer int) *eventsFixture {
 	f := &eventsFixture{hub: events.New(buffer), pod: &countingPod{}, logs: &bytes.Buffer{}}
 	f.handler = chat.New(chat.Config{
-		Pods:   map[string]chat.PodView{"qwen": f.pod},
+		Pods:   map[string]turn.PodView{"qwen": f.pod},
 		Events: f.hub,
 		Clock:  clock.Real(),
 		Logger: slog.New(slog.NewTextHandler(f.logs, nil)),
@@ -111,7 +112,7 @@ func newEventsFixture(buffer int) *eventsFixture {
 
 // nineMinutes is a coordinator that only estimates: 9 minutes a wake. The
 // event stream asks it nothing else.
-type nineMinutes struct{ chat.Coordinator }
+type nineMinutes struct{ turn.Coordinator }
 
 func (nineMinutes) Estimate(string) machines.Estimate {
 	return machines.Estimate{Wake: 9 * time.Minute}
@@ -381,7 +382,7 @@ func TestEventStreamRefusals(t *testing.T) {
 		})
 	}
 	t.Run("no hub", func(t *testing.T) {
-		h := chat.New(chat.Config{Pods: map[string]chat.PodView{"qwen": &countingPod{}}}).Handler()
+		h := chat.New(chat.Config{Pods: map[string]turn.PodView{"qwen": &countingPod{}}}).Handler()
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/api/pods/qwen/events", nil))
 		if w.Code != 503 || w.Body.String() != `{"error":"the pod event stream is not available"}`+"\n" {

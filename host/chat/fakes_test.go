@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
+	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
@@ -203,7 +204,7 @@ type fakeModel struct {
 
 var _ agent.Model = (*fakeModel)(nil)
 
-func (m *fakeModel) Complete(ctx context.Context, msgs []pluginapi.Message) (string, error) {
+func (m *fakeModel) Complete(ctx context.Context, msgs []pluginapi.Message, _ resolve.Send) (string, error) {
 	m.calls.Add(1)
 	return m.complete(ctx, msgs)
 }

@@ -24,9 +24,9 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/host/wake"
 	"github.com/wakeonchat/wakeonchat/machines"
-	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
 // t0 is the first live wake-on-chat's first message, 2026-09-09 12:26:25 UTC.
@@ -162,24 +162,22 @@ func (h *harness) serve(t *testing.T, chain []string, mod func(*chat.Config)) *a
 			others = append(others, agent.Provider{Name: name, Model: h.models[name]})
 		}
 	}
+	newToken := func() string { return fmt.Sprintf("tok-%d", h.tokens.Add(1)) }
+	pods := map[string]turn.PodView{"qwen": h.resolver}
 	cfg := chat.Config{
 		Agent: agent.New(agent.Config{
 			Chain: inChain, Others: others, History: h.store,
 			SystemPrompt: systemPrompt, HistoryMessages: 20, HistoryBytes: 256 << 10,
 		}),
-		Wake:    h.coord,
-		Policy:  h.policy,
-		Pods:    map[string]chat.PodView{"qwen": h.resolver},
-		Pending: h.store,
-		Clock:   h.clock,
-		Logger:  h.logger,
-		Once: func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
-			return m.(*resolve.Model).CompleteOnce(ctx, msgs)
-		},
-		NoResend: func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error) {
-			return m.(*resolve.Model).CompleteNoResend(ctx, msgs)
-		},
-		NewToken: func() string { return fmt.Sprintf("tok-%d", h.tokens.Add(1)) },
+		Service: turn.New(turn.Config{
+			Wake: h.coord, Policy: h.policy, Pods: pods, Pending: h.store, Clock: h.clock, Logger: h.logger, NewKey: newToken,
+		}),
+		Wake:     h.coord,
+		Policy:   h.policy,
+		Pods:     pods,
+		Clock:    h.clock,
+		Logger:   h.logger,
+		NewToken: newToken,
 	}
 	if mod != nil {
 		mod(&cfg)

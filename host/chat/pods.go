@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
+	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/machines"
 )
 
@@ -95,4 +96,10 @@ func unknownPod(name string) string {
 		return "unknown pod: " + name
 	}
 	return "unknown pod (not a valid pod name)"
+}
+
+// viewOf is what the conductor said, as the machine reads it.
+func viewOf(res resolve.Resolution) machines.View {
+	return machines.View{Status: res.Status, IsRunning: res.IsRunning, Lookup: string(res.Lookup),
+		ReadySince: res.ReadySince, FromCache: res.FromCache}
 }

@@ -13,46 +13,30 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/host/metrics"
-	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/machines"
-	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
-
-// Coordinator runs the pod lifecycle machine and its side effects;
-// *wake.Coordinator is one.
-type Coordinator interface {
-	NotReady(ctx context.Context, pod, status, lookup string, modelLoading bool) (machines.Decision, error)
-	Record(pod string) (machines.Record, error)
-	Estimate(pod string) machines.Estimate
-}
-
-// PodView reports a pod as the conductor sees it; *resolve.Resolver is one.
-type PodView interface {
-	Lookup(ctx context.Context) (resolve.Resolution, error)
-}
-
-// PendingStore keeps each session's pending-wake marker: store.Pendings,
-// which every store backend implements.
-type PendingStore = store.Pendings
 
 // Config wires a Server.
 type Config struct {
-	Agent   *agent.Agent
-	Wake    Coordinator
-	Policy  *machines.Pod      // for the replies of turns that must not wake
-	Pods    map[string]PodView // every configured pod, by name
-	Pending PendingStore
+	Agent *agent.Agent
+	// Service runs every turn: the model's answer, the wake policy's
+	// reply, a pending wake and its resume.
+	Service *turn.Service
+	// Wake, Policy and Pods are the pods' views for GET /api/pods/{name}
+	// and its event stream.
+	Wake   turn.Coordinator
+	Policy *machines.Pod
+	Pods   map[string]turn.PodView // every configured pod, by name
 	// Turns, when set, holds the one turn per session across the hosts
 	// sharing the store (store.Turns); nil: the process's slots alone.
 	Turns    store.Turns
 	Clock    clock.Clock
 	Logger   *slog.Logger
 	MaxBody  int64
-	Once     OnceFunc      // exactly one completion attempt, for resume
-	NoResend OnceFunc      // a completion that never re-sends an aborted attempt, for wait
 	Ready    func() error  // nil error when the host is ready (for /readyz)
-	NewToken func() string // session ids and pending keys; nil = crypto/rand
+	NewToken func() string // session ids; nil = crypto/rand
 	// Events pushes each pod's record changes to GET
 	// /api/pods/{name}/events; without it the stream answers 503.
 	Events Events
@@ -64,12 +48,6 @@ type Config struct {
 	// counts nothing.
 	Metrics *metrics.Metrics
 }
-
-// OnceFunc is a completion call the caller chooses for a pinned turn:
-// resolve.Model.CompleteOnce (one attempt, no re-resolve, no retry) for a
-// resume, resolve.Model.CompleteNoResend (never re-sends an aborted attempt)
-// for a wait. nil is Model.Complete.
-type OnceFunc = func(m agent.Model, ctx context.Context, msgs []pluginapi.Message) (string, error)
 
 // Server serves wake-on-chat's HTTP API.
 type Server struct {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/host/openai"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 )
 
 func TestParseKeys(t *testing.T) {
@@ -45,7 +46,7 @@ func TestAuth(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDoor(t, func(c *openai.Config) { c.Keys, c.RequireKey = tt.keys, tt.require })
+			d := newDoor(t, func(c *openai.Config, _ *turn.Config) { c.Keys, c.RequireKey = tt.keys, tt.require })
 			for _, path := range []string{"/v1/models", "/v1/chat/completions"} {
 				body := `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`
 				method := http.MethodPost
@@ -91,7 +92,7 @@ func TestCORS(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Keys on: a preflight carries none and must still pass.
-			d := newDoor(t, func(c *openai.Config) { c.CORSOrigins, c.Keys = tt.origins, []string{"sk-one"} })
+			d := newDoor(t, func(c *openai.Config, _ *turn.Config) { c.CORSOrigins, c.Keys = tt.origins, []string{"sk-one"} })
 			r := httptest.NewRequest(tt.method, "/v1/models", nil)
 			r.Header.Set("Origin", tt.origin)
 			if tt.method == http.MethodOptions {

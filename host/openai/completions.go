@@ -1,15 +1,16 @@
 package openai
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
+	turns "github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -108,67 +109,56 @@ func (s *Server) run(t *turn) {
 			s.fail(t, &apiError{kind: kindInternal, message: "the host failed on this request"})
 		}
 	}()
-	pod, d, ok := s.answerOrDecide(t)
-	if !ok {
-		return
+	ask := turns.Ask{Pod: t.p.Pod, Send: resolve.Retry}
+	if s.cfg.Hold {
+		ask.Hold = s.hold(t)
 	}
-	if s.cfg.Hold && holdable(d.To) {
-		s.hold(t, pod, d)
-		return
+	out, err := turns.Run(t.r.Context(), s.cfg.Service, ask, func(ctx context.Context, send resolve.Send) (*pluginapi.StreamResponse, error) {
+		return t.p.Model.Stream(ctx, t.body, send)
+	})
+	switch {
+	case err != nil:
+		s.failed(t, err)
+	case out.Answered:
+		s.relay(t, out.Answer, stateReady)
+	case !out.Left:
+		s.reply(t, out.Said.Decision)
 	}
-	s.reply(t, d)
 }
 
-// answerOrDecide sends t to its model and relays the answer; a model that is
-// not ready goes to the wake coordinator, and its pod and the decision are
-// returned (ok) for the caller to answer. When ok is false t is answered:
-// the model's answer, or the failure.
-func (s *Server) answerOrDecide(t *turn) (pod string, d machines.Decision, ok bool) {
-	ctx := t.r.Context()
-	resp, err := t.p.Model.Stream(ctx, t.body)
-	if err == nil {
-		s.relay(t, resp, stateReady)
-		return "", machines.Decision{}, false
+// hold is how t is held while its pod wakes (turn.Hold): a stream gets its
+// head at once and an SSE comment every Keepalive; a non-streaming request
+// waits in silence. The server's write timeout would cut a long hold: the
+// door lifts it for the hold.
+func (s *Server) hold(t *turn) *turns.Hold {
+	h := &turns.Hold{Max: s.cfg.HoldMax, Provider: t.p.Name, Start: func(said turns.Said) func() {
+		end := s.cfg.Metrics.Hold()
+		_ = t.rc.SetWriteDeadline(time.Now().Add(s.cfg.HoldMax + s.cfg.WriteTimeout))
+		if t.req.stream {
+			t.head("text/event-stream", string(said.Decision.To), true)
+		}
+		return end
+	}}
+	if t.req.stream {
+		h.Keepalive = s.cfg.Keepalive
+		h.Tick = func(wake time.Duration) error {
+			return t.write(s, []byte(fmt.Sprintf(": waking — %d min elapsed\n\n", int(wake/time.Minute))))
+		}
 	}
-	nr, ok := s.wakeable(t.p, err)
-	if !ok {
-		s.failed(t, err)
-		return "", machines.Decision{}, false
-	}
-	d, err = s.cfg.Wake.NotReady(ctx, nr.Pod, nr.Status, string(nr.Lookup), nr.ModelLoading)
-	if err != nil {
-		s.failed(t, err)
-		return "", machines.Decision{}, false
-	}
-	return nr.Pod, d, true
-}
-
-// wakeable finds a not-ready error the machine may act on: retryable,
-// about the provider's configured pod (D4, D5).
-func (s *Server) wakeable(p *Provider, err error) (*resolve.NotReadyError, bool) {
-	var nr *resolve.NotReadyError
-	if !errors.As(err, &nr) || !nr.Retryable || p.Pod == "" || nr.Pod != p.Pod {
-		return nil, false
-	}
-	if _, ok := s.cfg.Pods[nr.Pod]; !ok {
-		return nil, false
-	}
-	return nr, true
+	return h
 }
 
 // state is the X-Wake-State of an answer about p that is not the model's:
-// its pod's recorded state as the machine reports it (machines.Reports: a
-// pod with no record yet is asleep), or unknown when there is no pod or
-// its record cannot be read.
+// its pod's recorded state as the machine reports it, or unknown when
+// there is no pod or its record cannot be read.
 func (s *Server) state(p *Provider) string {
 	if p.Pod == "" {
 		return stateUnknown
 	}
-	rec, err := s.cfg.Wake.Record(p.Pod)
-	if err != nil {
+	state, ok := s.cfg.Service.State(p.Pod)
+	if !ok {
 		return stateUnknown
 	}
-	state, _ := machines.Reports(rec, machines.View{})
 	return string(state)
 }
 
@@ -236,6 +226,3 @@ func reason(pe *resolve.ProviderError) string {
 	}
 	return "the provider plugin failed"
 }
-
-// holdable reports whether a pod in state s becomes ready by waiting.
-func holdable(s engine.State) bool { return s == machines.Waking || s == machines.Loading }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
@@ -189,7 +190,7 @@ func TestCompletionsNotReadyReply(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := newDoor(t, func(c *openai.Config) { c.Clock = fixedClock{created} })
+			d := newDoor(t, func(c *openai.Config, _ *turn.Config) { c.Clock = fixedClock{created} })
 			d.model.stream = fails(asleep())
 
 			resp := d.post(tt.body)

@@ -11,13 +11,16 @@
 // stateless, as the OpenAI API is: the client sends the history, and the
 // door stores nothing.
 //
-// A model that answers is relayed: a non-streaming answer as it came, a
-// stream event by event, each flushed at once. A model that is not ready
-// runs the same wake coordinator as /api/chat (so one wake serves both
-// doors) and answers with the policy's plain-text reply as a well-formed
-// chat.completion or a complete chunk sequence; in "hold" mode the request
-// is held while the pod wakes and run once when the model is freshly
-// ready. Every completion answer carries X-Wake-State.
+// Every completion is a turn of the turn service (host/turn), the same
+// /api/chat uses (so one wake serves both doors); the door decodes,
+// encodes and maps errors to statuses in one table (errorClasses). A model
+// that answers is relayed: a non-streaming answer as it came, a stream
+// event by event, each flushed at once. A model that is not ready answers
+// with the policy's plain-text reply as a well-formed chat.completion or a
+// complete chunk sequence; in "hold" mode the service holds the request
+// while the pod wakes and runs it once when the model is freshly ready,
+// and the door sends a stream's head at once and its keepalives. Every
+// completion answer carries X-Wake-State.
 //
 // What this package must not do: put a URL, an API key or an error's raw
 // text in a reply (a model's own error message is relayed only scrubbed);

@@ -12,12 +12,14 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
 // fakeModel is a hand-written openai.Model: each call runs its function
-// field and records the body it was given.
+// field, stream for resolve.Retry and once for resolve.Once (a held run),
+// and records the body it was given.
 type fakeModel struct {
 	mu     sync.Mutex
 	stream func(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error)
@@ -26,19 +28,14 @@ type fakeModel struct {
 	onces  int
 }
 
-func (f *fakeModel) Stream(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error) {
+func (f *fakeModel) Stream(ctx context.Context, body []byte, send resolve.Send) (*pluginapi.StreamResponse, error) {
 	f.mu.Lock()
 	f.bodies = append(f.bodies, string(body))
 	fn := f.stream
-	f.mu.Unlock()
-	return fn(ctx, body)
-}
-
-func (f *fakeModel) StreamOnce(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error) {
-	f.mu.Lock()
-	f.bodies = append(f.bodies, string(body))
-	f.onces++
-	fn := f.once
+	if send == resolve.Once {
+		f.onces++
+		fn = f.once
+	}
 	f.mu.Unlock()
 	return fn(ctx, body)
 }
@@ -66,7 +63,7 @@ func asleep() error {
 	return resolve.NewNotReadyError("qwen", resolve.Resolution{Status: "EXITED", Lookup: pluginapi.LookupFound}, false)
 }
 
-// fakeCoord is a hand-written openai.Coordinator: NotReady returns the
+// fakeCoord is a hand-written turn.Coordinator: NotReady returns the
 // next decision of its script (the last one again when it runs out) and
 // records its calls; Record returns rec (a zero State when none was set,
 // as a record stored without one reads).
@@ -96,6 +93,8 @@ func (f *fakeCoord) Record(pod string) (machines.Record, error) {
 	return r, nil
 }
 
+func (f *fakeCoord) Estimate(string) machines.Estimate { return machines.Estimate{} }
+
 func (f *fakeCoord) setState(s machines.Record) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -108,7 +107,7 @@ func (f *fakeCoord) notReadyCalls() []string {
 	return append([]string(nil), f.calls...)
 }
 
-// fakePod is a hand-written openai.PodView.
+// fakePod is a hand-written turn.PodView.
 type fakePod struct {
 	mu     sync.Mutex
 	res    resolve.Resolution
@@ -146,7 +145,7 @@ type door struct {
 	pod   *fakePod
 }
 
-func newDoor(t *testing.T, change func(*openai.Config)) *door {
+func newDoor(t *testing.T, change func(*openai.Config, *turn.Config)) *door {
 	t.Helper()
 	rec, err := openai.NewRecognizer(machines.DefaultReplies())
 	if err != nil {
@@ -159,15 +158,16 @@ func newDoor(t *testing.T, change func(*openai.Config)) *door {
 	}
 	cfg := openai.Config{
 		Providers: []openai.Provider{{Name: "qwen", ModelName: "qwen2.5", Pod: "qwen", Model: d.model}},
-		Wake:      d.coord,
-		Pods:      map[string]openai.PodView{"qwen": d.pod},
 		Replies:   rec,
 		Created:   created,
 		NewID:     func() string { return "test" },
 	}
+	tc := turn.Config{Wake: d.coord, Pods: map[string]turn.PodView{"qwen": d.pod}}
 	if change != nil {
-		change(&cfg)
+		change(&cfg, &tc)
 	}
+	tc.Clock, tc.Logger = cfg.Clock, cfg.Logger
+	cfg.Service = turn.New(tc)
 	d.Server = openai.New(cfg)
 	return d
 }

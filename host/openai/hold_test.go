@@ -21,6 +21,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/events"
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/host/wake"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
@@ -37,8 +38,8 @@ type heldDoor struct {
 
 func holdDoor(t *testing.T, buffer int) *heldDoor {
 	hd := &heldDoor{hub: events.New(buffer)}
-	hd.door = newDoor(t, func(c *openai.Config) {
-		c.Hold, c.HoldMax, c.Keepalive, c.Events = true, 2*time.Minute, 15*time.Second, hd.hub
+	hd.door = newDoor(t, func(c *openai.Config, tc *turn.Config) {
+		c.Hold, c.HoldMax, c.Keepalive, tc.Events = true, 2*time.Minute, 15*time.Second, hd.hub
 	})
 	hd.model.stream = fails(asleep())
 	hd.model.once = answer("text/event-stream", "data: {\"answer\":1}\n\ndata: [DONE]\n\n")

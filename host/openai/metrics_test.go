@@ -16,6 +16,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
@@ -74,7 +75,7 @@ func TestTurnMetrics(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := metrics.New(metrics.Options{})
-			d := newDoor(t, func(c *openai.Config) { c.Metrics = m })
+			d := newDoor(t, func(c *openai.Config, _ *turn.Config) { c.Metrics = m })
 			if tt.setup != nil {
 				tt.setup(d)
 			}
@@ -113,8 +114,8 @@ func TestHeldRequestsGauge(t *testing.T) {
 		d := holdDoor(t, 0)
 		d.Server = openai.New(openai.Config{
 			Providers: []openai.Provider{{Name: "qwen", ModelName: "qwen2.5", Pod: "qwen", Model: d.model}},
-			Wake:      d.coord, Pods: map[string]openai.PodView{"qwen": d.pod},
-			Hold: true, HoldMax: 2 * time.Minute, Keepalive: 15 * time.Second, Events: d.hub,
+			Service:   turn.New(turn.Config{Wake: d.coord, Pods: map[string]turn.PodView{"qwen": d.pod}, Events: d.hub}),
+			Hold:      true, HoldMax: 2 * time.Minute, Keepalive: 15 * time.Second,
 			Metrics: m,
 		})
 		held := func() float64 {

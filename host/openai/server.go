@@ -9,25 +9,19 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
-	"github.com/wakeonchat/wakeonchat/host/events"
 	"github.com/wakeonchat/wakeonchat/host/internal/jsonhttp"
 	"github.com/wakeonchat/wakeonchat/host/metrics"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
-	"github.com/wakeonchat/wakeonchat/machines"
+	turns "github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
-// Model is one provider's model; *resolve.Model is one. Both calls send
-// body as it is and return the model's 200 with its body still to read,
-// or a *resolve.NotReadyError, *resolve.ProviderError or
+// Model is one provider's model; *resolve.Model is one. Stream sends body
+// as it is, as send says (D10), and returns the model's 200 with its body
+// still to read, or a *resolve.NotReadyError, *resolve.ProviderError or
 // *resolve.ConfigError.
 type Model interface {
-	// Stream is a turn with resolve.Model.Complete's re-resolve and one
-	// retry.
-	Stream(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error)
-	// StreamOnce is exactly one attempt, never re-sent: the held request
-	// run once the model is freshly ready.
-	StreamOnce(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error)
+	Stream(ctx context.Context, body []byte, send resolve.Send) (*pluginapi.StreamResponse, error)
 }
 
 // Provider is one configured provider as the door serves it.
@@ -38,36 +32,15 @@ type Provider struct {
 	Model     Model
 }
 
-// Coordinator runs the pod lifecycle machine; *wake.Coordinator is one.
-// The door shares it with /api/chat, so a burst across both doors makes one
-// wake.
-type Coordinator interface {
-	NotReady(ctx context.Context, pod, status, lookup string, modelLoading bool) (machines.Decision, error)
-	Record(pod string) (machines.Record, error)
-}
-
-// PodView reports a pod as the conductor sees it; *resolve.Resolver is one.
-type PodView interface {
-	Lookup(ctx context.Context) (resolve.Resolution, error)
-}
-
-// Events pushes each pod's record changes; *events.Hub is one. Neither call
-// asks the conductor anything.
-type Events interface {
-	Subscribe(pod string) (events.Update, *events.Subscription)
-	Current(pod string) events.Update
-}
-
-// Config wires a Server. Providers and Wake are required; without Replies
-// no message is taken out.
+// Config wires a Server. Providers and Service are required; without
+// Replies no message is taken out.
 type Config struct {
-	Providers []Provider         // in config order: /v1/models lists them so
-	Wake      Coordinator        // the same coordinator /api/chat uses
-	Pods      map[string]PodView // every configured pod, by name
-	Replies   *Recognizer        // the host's own replies, to take out of forwarded messages
-	Clock     clock.Clock        // default clock.Real()
-	Logger    *slog.Logger       // default: discard
-	MaxBody   int64              // the largest request body; default 1 MiB
+	Providers []Provider     // in config order: /v1/models lists them so
+	Service   *turns.Service // the same turn service /api/chat uses
+	Replies   *Recognizer    // the host's own replies, to take out of forwarded messages
+	Clock     clock.Clock    // default clock.Real()
+	Logger    *slog.Logger   // default: discard
+	MaxBody   int64          // the largest request body; default 1 MiB
 	// Created is the models' "created" (the host's start); default the
 	// clock's now at New.
 	Created time.Time
@@ -83,13 +56,12 @@ type Config struct {
 	CORSOrigins []string
 	// Hold holds a request that finds the model not ready while the pod
 	// wakes, up to HoldMax, sending an SSE comment every Keepalive on a
-	// stream. Without it the request is answered at once. Hold requires
-	// Events: a held request learns readiness from the pod's changes, and
-	// asks the conductor nothing.
+	// stream. Without it the request is answered at once. Hold requires a
+	// Service that can hold (turn.Config.Events): a held request learns
+	// readiness from the pod's changes, and asks the conductor nothing.
 	Hold      bool
 	HoldMax   time.Duration
 	Keepalive time.Duration
-	Events    Events
 	// WriteTimeout caps each write of a relayed answer (a stream may last
 	// longer than the server's own write timeout); default 2m.
 	WriteTimeout time.Duration
@@ -107,8 +79,8 @@ type Server struct {
 	cors   *cors
 }
 
-// New returns a Server for cfg. It panics when Hold is set without Events:
-// that is a wiring mistake, not a runtime condition.
+// New returns a Server for cfg. It panics when Hold is set on a Service
+// that cannot hold: that is a wiring mistake, not a runtime condition.
 func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -122,8 +94,8 @@ func New(cfg Config) *Server {
 	if cfg.Created.IsZero() {
 		cfg.Created = cfg.Clock.Now()
 	}
-	if cfg.Hold && cfg.Events == nil {
-		panic("openai: Config.Hold without Config.Events")
+	if cfg.Hold && !cfg.Service.Holds() {
+		panic("openai: Config.Hold on a turn service without events")
 	}
 	if cfg.Keepalive <= 0 {
 		cfg.Keepalive = 15 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -22,12 +23,46 @@ type Model struct {
 	ConfigErr error
 }
 
-// Complete runs one chat turn and returns the model's reply, or a
-// *NotReadyError, a *ProviderError or a *ConfigError.
+// Send is how a turn's completion may be sent, a parameter of every
+// completion (D10): whether a failed attempt may be sent again.
+type Send int
+
+const (
+	// Retry is a turn whose prompt may reach a model twice: on a failure
+	// that may mean a stale endpoint it re-resolves once and, on a freshly
+	// RUNNING pod, retries once (D6, D7).
+	Retry Send = iota
+	// NoResend never sends an aborted attempt again (a wakeMode "wait"
+	// turn, #715): after an abort it still re-resolves once, so an asleep
+	// pod is a *NotReadyError (D6), but the aborted attempt may have been
+	// processed (D10), and the failure is a *ProviderError. A failure that
+	// proves nothing reached a model (404, a gateway status, no response)
+	// is re-resolved and retried as with Retry.
+	NoResend
+	// Once is exactly one attempt on the current resolution, never
+	// re-resolved or retried: a resumed or held prompt, which must never
+	// be sent twice (#715). A failure is a *ProviderError (or the
+	// resolver's own not-ready or lookup error); one that Retry would have
+	// re-resolved on drops the held resolution, so the next turn asks the
+	// conductor.
+	Once
+)
+
+var sendNames = [...]string{Retry: "retry", NoResend: "no-resend", Once: "once"}
+
+func (s Send) String() string {
+	if s >= 0 && int(s) < len(sendNames) {
+		return sendNames[s]
+	}
+	return "send(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Complete runs one chat turn, sent as send says, and returns the model's
+// reply, or a *NotReadyError, a *ProviderError or a *ConfigError.
 //
 // On a pod it sends to the held resolution (after an idle stop that is the
-// old proxy URL, D6). Only a 404/502/503/504, a transport failure or an abort
-// leads to exactly one re-resolve, without sleeping:
+// old proxy URL, D6). With Retry, only a 404/502/503/504, a transport
+// failure or an abort leads to exactly one re-resolve, without sleeping:
 //
 //   - the pod is not running: its *NotReadyError;
 //   - the conductor could not be reached (served from cache, or nothing
@@ -40,28 +75,13 @@ type Model struct {
 //
 // Every other failure, including a 200 whose body failed (the payload is
 // never re-sent, D10) and a failure of a literal base URL, is a
-// *ProviderError straight away.
-func (m *Model) Complete(ctx context.Context, msgs []pluginapi.Message) (string, error) {
-	return m.complete(ctx, msgs, true)
-}
-
-// CompleteNoResend is Complete for a turn that must never send its prompt
-// twice (a wakeMode "wait" turn, #715): after an aborted first attempt it
-// still re-resolves once, so an asleep pod is a *NotReadyError (D6), but it
-// never retries: the aborted attempt may have been processed (D10), and the
-// failure is a *ProviderError. Failures that prove nothing reached a model
-// (404, a gateway status, no response) are re-resolved and retried as in
-// Complete.
-func (m *Model) CompleteNoResend(ctx context.Context, msgs []pluginapi.Message) (string, error) {
-	return m.complete(ctx, msgs, false)
-}
-
-func (m *Model) complete(ctx context.Context, msgs []pluginapi.Message, resendAborted bool) (string, error) {
+// *ProviderError straight away. NoResend and Once send less: see Send.
+func (m *Model) Complete(ctx context.Context, msgs []pluginapi.Message, send Send) (string, error) {
 	body, err := pluginapi.CompletionBody(pluginapi.CompletionRequest{Model: m.ModelName, Messages: msgs})
 	if err != nil {
 		return "", m.providerError(err)
 	}
-	resp, res, err := m.stream(ctx, body, resendAborted)
+	resp, res, err := m.attempts(ctx, body, send)
 	if err != nil {
 		return "", err
 	}
@@ -80,13 +100,12 @@ func (m *Model) content(ctx context.Context, resp *pluginapi.StreamResponse, res
 }
 
 // Stream is Complete for a request body the caller built (an OpenAI
-// chat-completions body, its model already set): the same held
-// resolution, the same one re-resolve and one retry, on a failure before
-// the answer's head. It returns the model's 200 with its body still to
-// read, and tells the observer the model answered; what the body says is
-// the caller's.
-func (m *Model) Stream(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error) {
-	resp, res, err := m.stream(ctx, body, true)
+// chat-completions body, its model already set): the same resolution and
+// the same attempts as send says, on a failure before the answer's head.
+// It returns the model's 200 with its body still to read, and tells the
+// observer the model answered; what the body says is the caller's.
+func (m *Model) Stream(ctx context.Context, body []byte, send Send) (*pluginapi.StreamResponse, error) {
+	resp, res, err := m.attempts(ctx, body, send)
 	if err != nil {
 		return nil, err
 	}
@@ -94,18 +113,16 @@ func (m *Model) Stream(ctx context.Context, body []byte) (*pluginapi.StreamRespo
 	return resp, nil
 }
 
-// StreamOnce is CompleteOnce for a request body: exactly one attempt on
-// the current resolution, never re-resolved or retried (#715).
-func (m *Model) StreamOnce(ctx context.Context, body []byte) (*pluginapi.StreamResponse, error) {
-	resp, res, err := m.once(ctx, body)
-	if err != nil {
-		return nil, err
+// attempts is a turn's attempts as send says, up to the answer's head.
+func (m *Model) attempts(ctx context.Context, body []byte, send Send) (*pluginapi.StreamResponse, Resolution, error) {
+	if send == Once {
+		return m.once(ctx, body)
 	}
-	m.answered(ctx, res)
-	return resp, nil
+	return m.stream(ctx, body, send == Retry)
 }
 
-// stream is a turn's attempts, up to the answer's head: see Complete.
+// stream is Retry's attempts, up to the answer's head (see Complete);
+// resendAborted false is NoResend's.
 func (m *Model) stream(ctx context.Context, body []byte, resendAborted bool) (*pluginapi.StreamResponse, Resolution, error) {
 	res, err := m.endpoint(ctx)
 	if err != nil {
@@ -234,25 +251,7 @@ func isGateway(status int) bool {
 	return status == http.StatusBadGateway || status == http.StatusServiceUnavailable || status == http.StatusGatewayTimeout
 }
 
-// CompleteOnce makes exactly one completion attempt on the current
-// resolution and never re-resolves or retries: the path of a wakeMode
-// "resume" turn, whose completion must never be sent twice (#715). A failure
-// is a *ProviderError (or the resolver's own not-ready or lookup error from
-// Current). A failure that Complete would have re-resolved on drops the held
-// resolution, so the next turn asks the conductor.
-func (m *Model) CompleteOnce(ctx context.Context, msgs []pluginapi.Message) (string, error) {
-	body, err := pluginapi.CompletionBody(pluginapi.CompletionRequest{Model: m.ModelName, Messages: msgs})
-	if err != nil {
-		return "", m.providerError(err)
-	}
-	resp, res, err := m.once(ctx, body)
-	if err != nil {
-		return "", err
-	}
-	return m.content(ctx, resp, res)
-}
-
-// once is CompleteOnce's one attempt, up to the answer's head.
+// once is Once's one attempt, up to the answer's head.
 func (m *Model) once(ctx context.Context, body []byte) (*pluginapi.StreamResponse, Resolution, error) {
 	res, err := m.endpoint(ctx)
 	if err != nil {

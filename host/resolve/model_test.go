@@ -379,7 +379,7 @@ func TestModelComplete(t *testing.T) {
 			}
 			gpu.getPod = podScript(tt.pods...)
 
-			content, err := m.Complete(context.Background(), []pluginapi.Message{{Role: "user", Content: "hi"}})
+			content, err := m.Complete(context.Background(), []pluginapi.Message{{Role: "user", Content: "hi"}}, Retry)
 
 			if diff := cmp.Diff(tt.want, outcomeOf(content, err)); diff != "" {
 				t.Errorf("outcome (-want +got):\n%s\nerror: %v", diff, err)
@@ -405,7 +405,7 @@ func TestModelCompleteSendsTheRequest(t *testing.T) {
 	m := &Model{Name: "openai-api", Provider: provider, Resolver: NewResolver(gpu, "qwen", apiPath), ModelName: "qwen2.5"}
 	msgs := []pluginapi.Message{{Role: "system", Content: "be brief"}, {Role: "user", Content: "hi"}}
 
-	if _, err := m.Complete(context.Background(), msgs); err != nil {
+	if _, err := m.Complete(context.Background(), msgs, Retry); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	want := pluginapi.CompletionRequest{Model: "qwen2.5", Messages: msgs}
@@ -425,7 +425,7 @@ func TestModelCompleteUnusableConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := tt.m.Complete(context.Background(), nil)
+			_, err := tt.m.Complete(context.Background(), nil, Retry)
 			var ce *ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("error = %v (%T), want a *ConfigError", err, err)

@@ -13,7 +13,7 @@ import (
 
 var runningPod = pluginapi.Pod{Name: "qwen", Status: "RUNNING", IsRunning: true, ProxyURL: "http://proxy.test/pod-1", PodID: "pod-1", Lookup: pluginapi.LookupFound}
 
-// TestCompleteOnce: a resume's completion is attempted exactly once, never
+// TestCompleteOnce: a resume's completion, sent Once, is attempted exactly once, never
 // re-resolved or retried, and a failure that may mean a stale endpoint drops
 // the held resolution.
 func TestCompleteOnce(t *testing.T) {
@@ -37,7 +37,7 @@ func TestCompleteOnce(t *testing.T) {
 			gpu := &fakeGPU{getPod: func(context.Context, string) (pluginapi.Pod, error) { return runningPod, nil }}
 			prov := &fakeProvider{complete: answerScript(tt.answer)}
 			m := &Model{Name: "qwen", Provider: prov, Resolver: NewResolver(gpu, "qwen", "/v1"), ModelName: "qwen"}
-			got, err := m.CompleteOnce(context.Background(), []pluginapi.Message{{Role: "user", Content: "hi"}})
+			got, err := m.Complete(context.Background(), []pluginapi.Message{{Role: "user", Content: "hi"}}, Once)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tt.wantErr)
 			}
@@ -56,7 +56,7 @@ func TestCompleteOnce(t *testing.T) {
 			}
 			// A second turn shows whether the resolution was dropped.
 			prov.complete = answerScript(answer{content: "again"})
-			m.CompleteOnce(context.Background(), nil)
+			m.Complete(context.Background(), nil, Once)
 			if got := gpu.getCalls(); got != tt.wantGets {
 				t.Errorf("GetPod calls = %d, want %d", got, tt.wantGets)
 			}
@@ -64,7 +64,7 @@ func TestCompleteOnce(t *testing.T) {
 	}
 }
 
-// TestCompleteNoResend: an aborted attempt is never sent again, but an
+// TestCompleteNoResend: sent NoResend, an aborted attempt is never sent again, but an
 // asleep pod behind it is still found; a failure that proves nothing was
 // sent is retried as in Complete.
 func TestCompleteNoResend(t *testing.T) {
@@ -87,7 +87,7 @@ func TestCompleteNoResend(t *testing.T) {
 			gpu := &fakeGPU{getPod: podScript(podAnswer{pod: runningPod}, podAnswer{pod: tt.secondPod})}
 			prov := &fakeProvider{complete: answerScript(tt.answers...)}
 			m := &Model{Name: "qwen", Provider: prov, Resolver: NewResolver(gpu, "qwen", "/v1")}
-			got, err := m.CompleteNoResend(context.Background(), nil)
+			got, err := m.Complete(context.Background(), nil, NoResend)
 			if len(prov.endpoints) != tt.wantCalls {
 				t.Errorf("completions = %d, want %d", len(prov.endpoints), tt.wantCalls)
 			}

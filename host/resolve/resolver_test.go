@@ -411,10 +411,8 @@ func TestModelAnsweredObserved(t *testing.T) {
 	since := time.Date(2026, 9, 9, 12, 33, 56, 0, time.UTC)
 	running := pluginapi.Pod{Name: "qwen", Status: pluginapi.StatusRunning, IsRunning: true, ProxyURL: "https://pod.example",
 		Lookup: pluginapi.LookupFound, ReadySince: since}
-	for name, call := range map[string]func(*Model, context.Context, []pluginapi.Message) (string, error){
-		"Complete": (*Model).Complete, "CompleteNoResend": (*Model).CompleteNoResend, "CompleteOnce": (*Model).CompleteOnce,
-	} {
-		t.Run(name, func(t *testing.T) {
+	for _, send := range []Send{Retry, NoResend, Once} {
+		t.Run(send.String(), func(t *testing.T) {
 			gpu := &fakeGPU{getPod: podScript(podAnswer{pod: running})}
 			fail := true
 			prov := &fakeProvider{complete: func(context.Context, string, pluginapi.CompletionRequest) (string, error) {
@@ -426,11 +424,11 @@ func TestModelAnsweredObserved(t *testing.T) {
 			obs := &recordingObserver{}
 			m := &Model{Name: "openai-api", Provider: prov, Resolver: NewResolver(gpu, "qwen", apiPath)}
 			m.Resolver.SetObserver(obs)
-			if _, err := call(m, context.Background(), nil); err == nil {
+			if _, err := m.Complete(context.Background(), nil, send); err == nil {
 				t.Fatal("the failing turn answered")
 			}
 			fail = false
-			if _, err := call(m, context.Background(), nil); err != nil {
+			if _, err := m.Complete(context.Background(), nil, send); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff([]time.Time{since}, obs.answered); diff != "" {

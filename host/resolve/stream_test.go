@@ -48,7 +48,7 @@ func (f *fakeStreamer) Stream(_ context.Context, req pluginapi.StreamRequest) (*
 }
 
 // The door's calls take a body as it is, with Complete's re-resolve and
-// retry before the answer's head (Stream) or none (StreamOnce), and tell
+// retry before the answer's head (Retry) or none (Once), and tell
 // the observer when the model answered.
 func TestModelStream(t *testing.T) {
 	since := time.Date(2026, 9, 9, 12, 33, 56, 0, time.UTC)
@@ -80,12 +80,12 @@ func TestModelStream(t *testing.T) {
 			m := &Model{Name: "openai-api", Provider: prov, Resolver: NewResolver(&fakeGPU{getPod: podScript(tt.pods...)}, "qwen", apiPath)}
 			m.Resolver.SetObserver(obs)
 			body := []byte(`{"model":"m", "tools":[1]}`)
-			call := m.Stream
+			send := Retry
 			if tt.once {
-				call = m.StreamOnce
+				send = Once
 			}
 
-			resp, err := call(context.Background(), body)
+			resp, err := m.Stream(context.Background(), body, send)
 
 			content := ""
 			if err == nil {

@@ -82,7 +82,7 @@ func TestModelCompleteAcrossTurns(t *testing.T) {
 		gpu.getPod = podScript(tt.pods...)
 		provider.complete = answerScript(tt.answers...)
 
-		content, err := m.Complete(context.Background(), msgs)
+		content, err := m.Complete(context.Background(), msgs, Retry)
 
 		if diff := cmp.Diff(tt.want, outcomeOf(content, err)); diff != "" {
 			t.Errorf("turn %d (%s): outcome (-want +got):\n%s", i+1, tt.name, diff)
