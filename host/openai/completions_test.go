@@ -288,7 +288,7 @@ func TestCompletionsFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			logs := &logRecorder{}
-			d := newDoor(t, func(c *openai.Config) { c.Logger = slog.New(logs) })
+			d := newDoor(t, func(c *openai.Config, _ *turn.Config) { c.Logger = slog.New(logs) })
 			d.model.stream = fails(tt.err)
 
 			resp := d.post(`{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/host/openai"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
@@ -210,7 +211,7 @@ func TestStreamSilentModelEndsWithAnErrorEvent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				d := newDoor(t, func(c *openai.Config) { c.WriteTimeout = writeTimeout })
+				d := newDoor(t, func(c *openai.Config, _ *turn.Config) { c.WriteTimeout = writeTimeout })
 				d.model.stream = func(context.Context, []byte) (*pluginapi.StreamResponse, error) {
 					return &pluginapi.StreamResponse{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: tt.body}, nil
 				}
