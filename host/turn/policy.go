@@ -9,11 +9,12 @@ import (
 )
 
 // This file holds every fact about a pod lifecycle state the service reads
-// from the machine: which states a hold waits through, which report a model
-// freshly ready, and the reply of a turn that must not wake.
+// from the machine: which states a hold waits through (the spec's
+// holdable), which report a model freshly ready, and the reply of a turn
+// that must not wake (the spec's asked rows).
 
 // holdable reports whether a pod in state s becomes ready by waiting.
-func holdable(s engine.State) bool { return s == machines.Waking || s == machines.Loading }
+func holdable(s engine.State) bool { return machines.Holdable(s) }
 
 // reports is the state rec and v report, and whether the model is freshly
 // ready (the readiness a resume or a held prompt requires).
