@@ -275,13 +275,12 @@ func (a *App) openStore(ctx context.Context, dataDir string, getenv func(string)
 		}
 		return s, nil
 	}
-	env := cfg.Store.DSNEnv
-	dsn := getenv(env)
-	if dsn == "" {
-		return nil, fmt.Errorf("store.dsn_env: %s is not set: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
+	dsn, err := postgresDSN(cfg, getenv)
+	if err != nil {
+		return nil, err
 	}
 	s, err := postgres.Open(ctx, dsn, postgres.Options{
-		Now: a.clock.Now, PendingTTL: ttl, Lease: cfg.Store.Lease.Duration, DSNEnv: env, Logger: a.log,
+		Now: a.clock.Now, PendingTTL: ttl, Lease: cfg.Store.Lease.Duration, DSNEnv: cfg.Store.DSNEnv, Logger: a.log,
 	})
 	if err != nil {
 		return nil, err

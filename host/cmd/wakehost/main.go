@@ -2,9 +2,12 @@
 // self-hosted model on a GPU pod that sleeps when idle.
 //
 //	wakehost [-config wake.toml] [-listen ADDR] [-simulate [-scale 27]] [-log-format text|json] [-shutdown-grace D]
+//	wakehost check [-config wake.toml]
 //	wakehost plugin NAME
 //
-// The first form runs the host. plugin serves one of the
+// The first form runs the host. check checks a config as the host would
+// before it starts, opening nothing, and exits 0 printing one line or 1
+// printing every problem (docs/operations.md). plugin serves one of the
 // plugins built into wakehost (wake-plugin-conductor,
 // wake-plugin-provider-openai): the host runs its own executable so, as a
 // go-plugin subprocess, for a plugin with no file in plugins.dir; it is
@@ -37,6 +40,8 @@ func main() {
 				os.Exit(1)
 			}
 			return
+		case "check":
+			os.Exit(check(args[1:], os.Stdout, os.Stderr))
 		}
 	}
 	if err := run(args); err != nil {
@@ -125,15 +130,4 @@ func newLogger(w io.Writer, format string, simNow func() time.Time) (*slog.Logge
 		h = newSimTimeHandler(h, simNow)
 	}
 	return slog.New(h), nil
-}
-
-// executable is this process's executable, which serves the built-in
-// plugins; "" when it cannot be found (then every plugin must be a file in
-// plugins.dir, and the launch error says which is missing).
-func executable() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	return exe
 }
