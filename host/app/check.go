@@ -23,7 +23,9 @@ import (
 // recognizer of them, and, for the postgres store, checks that the
 // connection string's variable is set (o.Getenv; nil is os.Getenv).
 //
-// It returns a one-line summary when there is no problem, else every
+// It returns a one-line summary when there is no problem (with the
+// default shutdown grace, which a service manager's stop timeout must
+// exceed), else every
 // problem found: the config's own (*config.Error, with file and line where
 // the decoder gives them; loading stops there) or, past them, one per
 // plugin, template or variable, naming the key.
@@ -100,8 +102,8 @@ func Check(o Options) (string, []error) {
 	if len(problems) > 0 {
 		return "", problems
 	}
-	return fmt.Sprintf("%s: ok (%s, %s, store %s, plugins: %s)", o.ConfigPath,
-		count(len(cfg.Providers), "provider"), count(len(pods), "pod"), store, strings.Join(plugins, ", ")), nil
+	return fmt.Sprintf("%s: ok (%s, %s, store %s, plugins: %s, shutdown grace %v)", o.ConfigPath,
+		count(len(cfg.Providers), "provider"), count(len(pods), "pod"), store, strings.Join(plugins, ", "), shutdownGrace(cfg)), nil
 }
 
 // count is n and noun, plural unless n is 1.

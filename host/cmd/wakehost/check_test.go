@@ -49,30 +49,31 @@ func TestCheck(t *testing.T) {
 		{
 			name:  "defaults: the plugins built in",
 			files: map[string]string{"wake.toml": ""},
-			want:  checkRun{Stdout: "DIR/wake.toml: ok (1 provider, 1 pod, store bbolt in DIR/data, " + builtins + ")\n"},
+			want:  checkRun{Stdout: "DIR/wake.toml: ok (1 provider, 1 pod, store bbolt in DIR/data, " + builtins + ", shutdown grace 2m13s)\n"},
 		},
 		{
-			name: "two providers on one pod, a busy listen address, a plugin binary in plugins.dir",
+			name: "two providers on one pod, a busy listen address, a plugin binary in plugins.dir, the grace from completion_timeout",
 			files: map[string]string{
 				"wake.toml": "[server]\nlisten = \"ADDR\"\n\n[[providers]]\nname = \"a\"\npod = \"qwen\"\n\n" +
-					"[[providers]]\nname = \"b\"\npod = \"qwen\"\nmodel = \"other\"\n\n[agent]\nproviders = [\"a\", \"b\"]\n",
+					"[[providers]]\nname = \"b\"\npod = \"qwen\"\nmodel = \"other\"\n\n[agent]\nproviders = [\"a\", \"b\"]\n\n" +
+					"[timings]\ncompletion_timeout = \"60s\"\n",
 				"bin/wake-plugin-conductor": "#!/bin/sh\n",
 			},
 			exec: []string{"bin/wake-plugin-conductor"},
 			want: checkRun{Stdout: "DIR/wake.toml: ok (2 providers, 1 pod, store bbolt in DIR/data, " +
-				"plugins: wake-plugin-conductor from DIR/bin/wake-plugin-conductor, wake-plugin-provider-openai built in)\n"},
+				"plugins: wake-plugin-conductor from DIR/bin/wake-plugin-conductor, wake-plugin-provider-openai built in, shutdown grace 1m13s)\n"},
 		},
 		{
 			name:  "postgres with its connection string set",
 			files: map[string]string{"wake.toml": "[store]\nbackend = \"postgres\"\ndsn_env = \"DSN\"\n"},
 			env:   []string{"DSN=postgres://nowhere.invalid/wake"},
-			want:  checkRun{Stdout: "DIR/wake.toml: ok (1 provider, 1 pod, store postgres, " + builtins + ")\n"},
+			want:  checkRun{Stdout: "DIR/wake.toml: ok (1 provider, 1 pod, store postgres, " + builtins + ", shutdown grace 2m13s)\n"},
 		},
 		{
 			name:  "a relative -config is printed as given",
 			files: map[string]string{"wake.toml": ""},
 			path:  "wake.toml",
-			want:  checkRun{Stdout: "wake.toml: ok (1 provider, 1 pod, store bbolt in DIR/data, " + builtins + ")\n"},
+			want:  checkRun{Stdout: "wake.toml: ok (1 provider, 1 pod, store bbolt in DIR/data, " + builtins + ", shutdown grace 2m13s)\n"},
 		},
 		{
 			name:  "unknown keys and a rejected value: all of them, each with its line",
