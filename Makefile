@@ -1,8 +1,14 @@
 # wake-on-chat. `make demo` runs the host against its built-in simulator;
-# `make test` runs every test. Only Go is needed for either; the PostgreSQL
-# store's suites also run when a server answers at WAKE_TEST_POSTGRES_DSN
-# (default postgres://postgres@127.0.0.1:5432/test), and are skipped, said
-# in a line before and after the tests, when none does.
+# `make test` runs every test. `make demo` needs only Go. `make test` first
+# installs or starts what the tests need when it is missing
+# (scripts/test-setup.sh): a headless Chromium for the browser tests
+# (scripts/install-chromium.sh, Debian's chromium through apt-get, only when
+# none is found, said in a line) and a PostgreSQL server that is installed
+# but stopped (scripts/start-postgres.sh). The PostgreSQL store's suites run
+# when a server answers at WAKE_TEST_POSTGRES_DSN (default
+# postgres://postgres@127.0.0.1:5432/test), and are skipped, said in a line
+# before and after the tests, when none does (WAKE_TEST_POSTGRES=required
+# fails instead).
 GO      ?= go
 BIN     := bin
 CMDS    := $(wildcard ./host/cmd/wakehost ./plugins/conductor/cmd/wake-plugin-conductor ./plugins/provider-openai/cmd/wake-plugin-provider-openai)
@@ -13,6 +19,7 @@ build:
 	$(GO) build -o $(BIN)/ $(CMDS)
 
 test:
+	@bash scripts/test-setup.sh
 	@unformatted="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
@@ -40,10 +47,11 @@ demo: build
 	./$(BIN)/wakehost -simulate -config wake.toml -listen $(DEMO_LISTEN)
 
 # Regenerates docs/status-page.png, the README's screenshot of the status
-# page: the browser test (headless Chromium, scripts/install-chromium.sh)
-# drives the page through two simulated wakes and copies its shot of the
-# second one, loading, there.
+# page: the browser test (headless Chromium, installed like make test does
+# when missing) drives the page through two simulated wakes and copies its
+# shot of the second one, loading, there.
 screenshot:
+	@bash scripts/test-setup.sh
 	WAKE_STATUS_SCREENSHOT=$(CURDIR)/docs/status-page.png $(GO) test -count=1 -run '^TestStatusPageInBrowser$$' ./host/app/
 
 # The benchmark harness (host/cmd/wakebench): builds the binaries, runs the

@@ -55,6 +55,11 @@ type Options struct {
 	Clock clock.Clock
 	// PluginDir overrides [plugins] dir (tests).
 	PluginDir string
+	// Executable is the host's own executable, which serves the built-in
+	// plugins (`Executable plugin NAME`, see PluginMode) that have no file
+	// in plugins.dir; wakehost sets it from os.Executable. "" offers none:
+	// every plugin must be a file in plugins.dir.
+	Executable string
 }
 
 // App is a running host.
@@ -146,7 +151,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		return nil, err
 	}
 	a.startMetrics(pod)
-	if err := a.startPlugins(ctx, o.Getenv, o.Simulate); err != nil {
+	if err := a.startPlugins(ctx, o.Getenv, o.Simulate, o.Executable); err != nil {
 		return nil, err
 	}
 	// Every stored change of a pod's record is pushed to whoever waits on
@@ -276,13 +281,12 @@ func (a *App) openStore(ctx context.Context, dataDir string, getenv func(string)
 		}
 		return s, nil
 	}
-	env := cfg.Store.DSNEnv
-	dsn := getenv(env)
-	if dsn == "" {
-		return nil, fmt.Errorf("store.dsn_env: %s is not set: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
+	dsn, err := postgresDSN(cfg, getenv)
+	if err != nil {
+		return nil, err
 	}
 	s, err := postgres.Open(ctx, dsn, postgres.Options{
-		Now: a.clock.Now, PendingTTL: ttl, Lease: cfg.Store.Lease.Duration, DSNEnv: env, Logger: a.log,
+		Now: a.clock.Now, PendingTTL: ttl, Lease: cfg.Store.Lease.Duration, DSNEnv: cfg.Store.DSNEnv, Logger: a.log,
 	})
 	if err != nil {
 		return nil, err

@@ -20,8 +20,9 @@ const simulatedKey = "simulated"
 
 // startPlugins launches the conductor plugin and one provider plugin per
 // configured provider, each with an explicit environment: the conductor gets
-// RIG_WAKE_TOKEN, a provider only its own key variable.
-func (a *App) startPlugins(ctx context.Context, getenv func(string) string, simulate bool) error {
+// RIG_WAKE_TOKEN, a provider only its own key variable. Each is its file in
+// plugins.dir, or else, built in, self in plugin mode (pluginCommand).
+func (a *App) startPlugins(ctx context.Context, getenv func(string) string, simulate bool, self string) error {
 	c := a.cfg
 	gpuEnv := []string{
 		pluginapi.EnvConductorURL + "=" + c.Conductor.URL,
@@ -33,8 +34,9 @@ func (a *App) startPlugins(ctx context.Context, getenv func(string) string, simu
 		gpuEnv = append(gpuEnv, pluginapi.EnvWakeToken+"="+tok)
 		secrets = append(secrets, tok)
 	}
+	path, args, _ := pluginCommand(c, c.Conductor.Plugin, self)
 	a.gpu = supervisor.NewGPU(supervisor.Spec{
-		Name: c.Conductor.Plugin, Path: c.PluginPath(c.Conductor.Plugin), Env: gpuEnv, Secrets: secrets,
+		Name: c.Conductor.Plugin, Path: path, Args: args, Env: gpuEnv, Secrets: secrets,
 		Logger: a.log, Metrics: a.metrics,
 	})
 	a.metrics.WatchPlugin(c.Conductor.Plugin, a.gpu.Ready)
@@ -54,8 +56,9 @@ func (a *App) startPlugins(ctx context.Context, getenv func(string) string, simu
 				secrets = append(secrets, key)
 			}
 		}
+		path, args, _ := pluginCommand(c, p.Plugin, self)
 		sp := supervisor.NewProvider(supervisor.Spec{
-			Name: p.Plugin, Path: c.PluginPath(p.Plugin), Env: env, Secrets: secrets,
+			Name: p.Plugin, Path: path, Args: args, Env: env, Secrets: secrets,
 			Logger: a.log.With("provider", p.Name), Metrics: a.metrics,
 		})
 		a.metrics.WatchPlugin(p.Plugin, sp.Ready)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/chat"
+	"github.com/wakeonchat/wakeonchat/host/config"
 )
 
 // cutWait bounds how long Shutdown waits, once the grace ran out and the
@@ -24,9 +25,12 @@ const graceMargin = 5 * time.Second
 // lookups, to finish: completion_timeout + 2 × (lookup_timeout + 1 s) +
 // 5 s, 133 s with the defaults. A turn that needs more has already failed
 // a completion and is retrying it; the grace cuts it.
-func (a *App) ShutdownGrace() time.Duration {
-	lookup := a.cfg.Conductor.LookupTimeout.Duration + time.Second
-	return a.cfg.Timings.CompletionTimeout.Duration + 2*lookup + graceMargin
+func (a *App) ShutdownGrace() time.Duration { return shutdownGrace(a.cfg) }
+
+// shutdownGrace is ShutdownGrace for cfg; Check reports it too.
+func shutdownGrace(cfg config.Config) time.Duration {
+	lookup := cfg.Conductor.LookupTimeout.Duration + time.Second
+	return cfg.Timings.CompletionTimeout.Duration + 2*lookup + graceMargin
 }
 
 // requests tracks the requests in flight and gives them a context that

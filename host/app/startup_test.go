@@ -64,10 +64,13 @@ func TestMissingPluginBinary(t *testing.T) {
 }
 
 // TestWakehostMissingPlugin: the wakehost binary exits 1 and names the
-// missing plugin's path on stderr.
+// missing plugin's path on stderr, for a plugin name it has not built in
+// (the default names run from wakehost itself:
+// host/cmd/wakehost's TestBuiltinPluginsServeAWake).
 func TestWakehostMissingPlugin(t *testing.T) {
 	dir := t.TempDir()
-	cfg := writeConfig(t, hostOptions{})
+	const missing = "wake-plugin-missing"
+	cfg := e2e.WriteConfig(t, e2e.Config{StartTimeout: startTimeout, ConductorPlugin: missing})
 	data, err := os.ReadFile(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +89,7 @@ func TestWakehostMissingPlugin(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 		t.Fatalf("wakehost with no plugins: %v, want exit status 1\nstderr:\n%s", err, stderr.String())
 	}
-	if path := filepath.Join(dir, e2e.ConductorBin); !strings.Contains(stderr.String(), path) {
+	if path := filepath.Join(dir, missing); !strings.Contains(stderr.String(), path) {
 		t.Errorf("wakehost stderr does not name %s:\n%s", path, stderr.String())
 	}
 }

@@ -48,14 +48,19 @@ type Server struct {
 	EventsKeepalive Duration `toml:"events_keepalive"`
 }
 
-// Plugins says where the plugin binaries are.
+// Plugins says where the separate plugin binaries are.
 type Plugins struct {
-	Dir string `toml:"dir"` // directory of the plugin binaries; default "bin", relative to the config file's directory
+	// Dir is the directory of the plugin binaries; default "bin", relative
+	// to the config file's directory. A plugin name with no file there that
+	// wakehost has built in (the defaults of conductor.plugin and
+	// providers[].plugin) runs from wakehost's own executable; a file there
+	// takes precedence.
+	Dir string `toml:"dir"`
 }
 
 // Conductor is the service that knows the GPU pods and wakes them.
 type Conductor struct {
-	Plugin        string   `toml:"plugin"`         // plugin binary (a file name in Plugins.Dir) that talks to it; default "wake-plugin-conductor"
+	Plugin        string   `toml:"plugin"`         // plugin (a file name in Plugins.Dir, or built in) that talks to it; default "wake-plugin-conductor"
 	URL           string   `toml:"url"`            // its base URL; default "http://127.0.0.1:8081"; required when a provider has a pod
 	StartTimeout  Duration `toml:"start_timeout"`  // cap on one start (wake) request; default 3s (the conductor keeps waking after it)
 	LookupTimeout Duration `toml:"lookup_timeout"` // cap on one pod lookup; default 3s
@@ -78,7 +83,7 @@ type Timings struct {
 // Provider is one LLM endpoint, reached through a provider plugin.
 type Provider struct {
 	Name      string `toml:"name"`        // what agent.providers calls it: lowercase letters, digits, "_" and "-"; required
-	Plugin    string `toml:"plugin"`      // plugin binary (a file name in Plugins.Dir); default "wake-plugin-provider-openai"
+	Plugin    string `toml:"plugin"`      // plugin (a file name in Plugins.Dir, or built in); default "wake-plugin-provider-openai"
 	Pod       string `toml:"pod"`         // the conductor's name for its pod; the endpoint is resolved through the conductor. Set this or BaseURL
 	BaseURL   string `toml:"base_url"`    // a literal endpoint, for a provider that never sleeps. Set this or Pod
 	Path      string `toml:"path"`        // API path under the endpoint; default "/v1"
@@ -117,6 +122,11 @@ const (
 	DefaultProviderPath   = "/v1"
 )
 
+// DefaultConductorPlugin is conductor.plugin's default. It and
+// DefaultProviderPlugin are the plugins built into wakehost: a name with no
+// file in plugins.dir runs from the host's own executable.
+const DefaultConductorPlugin = "wake-plugin-conductor"
+
 // DefaultProvider is the provider DefaultConfig configures: the
 // self-hosted model on the GPU pod "qwen", resolved through the conductor.
 func DefaultProvider() Provider {
@@ -146,7 +156,7 @@ func DefaultConfig() Config {
 		},
 		Plugins: Plugins{Dir: "bin"},
 		Conductor: Conductor{
-			Plugin:        "wake-plugin-conductor",
+			Plugin:        DefaultConductorPlugin,
 			URL:           "http://127.0.0.1:8081",
 			StartTimeout:  Duration{3 * time.Second},
 			LookupTimeout: Duration{3 * time.Second},

@@ -30,19 +30,15 @@ func (p *process) launchPlugin(ctx context.Context) (*instance, error) {
 	if err := p.spec.validate(); err != nil {
 		return nil, err
 	}
-	info, err := os.Stat(p.spec.Path)
-	if err != nil {
-		return nil, fmt.Errorf("plugin %s: %w", p.spec.Name, err) // *fs.PathError names the path
-	}
-	if info.IsDir() || info.Mode().Perm()&0o111 == 0 {
-		return nil, fmt.Errorf("plugin %s: %s is not an executable file", p.spec.Name, p.spec.Path)
+	if err := CheckExecutable(p.spec.Name, p.spec.Path); err != nil {
+		return nil, err
 	}
 
 	timeout := defaultStartTimeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = max(time.Until(d), time.Millisecond)
 	}
-	cmd := exec.Command(p.spec.Path)
+	cmd := exec.Command(p.spec.Path, p.spec.Args...)
 	hlog := newHclogAdapter(p.log, p.scrub)
 	// The plugin logs nothing the host's logger would drop.
 	cmd.Env = append(append([]string{}, p.spec.Env...), pluginapi.EnvLogLevel+"="+hlog.GetLevel().String())
@@ -95,6 +91,21 @@ func (p *process) launchPlugin(ctx context.Context) (*instance, error) {
 	inst := &instance{impl: impl, pid: client.ID(), started: started}
 	inst.exited, inst.kill = exitSignal(watched.ctx, client.Kill)
 	return inst, nil
+}
+
+// CheckExecutable returns the error a launch of the plugin name from path
+// fails with before it starts anything, nil when there is none: path is
+// missing or cannot be read (the error names it), or is not an executable
+// file. wakehost check reports it without launching anything.
+func CheckExecutable(name, path string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("plugin %s: %w", name, err) // *fs.PathError names the path
+	}
+	if info.IsDir() || info.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("plugin %s: %s is not an executable file", name, path)
+	}
+	return nil
 }
 
 // exitSignal is an instance's exited and kill: exited is closed when

@@ -16,8 +16,13 @@ import (
 type Spec struct {
 	// Name names the plugin in logs and errors, such as "conductor".
 	Name string
-	// Path is the plugin executable.
+	// Path is the plugin executable: a plugin binary, or wakehost itself
+	// for a plugin built into it.
 	Path string
+	// Args are the arguments Path runs with: none for a plugin binary;
+	// for a built-in plugin, those that put wakehost in plugin mode
+	// ("plugin", the plugin's name). They are not secret.
+	Args []string
 	// Env is the plugin's whole environment, as KEY=VALUE entries. Nothing
 	// else is inherited from the host (go-plugin adds its handshake
 	// variables). See the pluginapi Env* constants for the contract.

@@ -54,6 +54,45 @@ func TestEnvironmentIsExplicit(t *testing.T) {
 	}
 }
 
+// Spec.Args reach the plugin (wakehost's built-in plugins are selected by
+// them), on its first launch and on a relaunch alike; none are given when
+// Spec has none.
+func TestArgsReachThePlugin(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"none", nil, ""},
+		{"built-in", []string{"plugin", "wake-plugin-conductor"}, "plugin wake-plugin-conductor"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			spec := testSpec(t, nil)
+			spec.Args = tt.args
+			gpu := startGPU(t, spec)
+			for launch := range 2 {
+				if launch > 0 {
+					first := pid(t, gpu)
+					if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+						t.Fatal(err)
+					}
+					if second := pid(t, gpu); second == first {
+						t.Fatalf("pid %d after the kill, want a new process", second)
+					}
+				}
+				pod, err := gpu.GetPod(context.Background(), "args")
+				if err != nil {
+					t.Fatalf("launch %d: GetPod: %v", launch, err)
+				}
+				if pod.Status != tt.want {
+					t.Errorf("launch %d: the plugin's arguments %q, want %q", launch, pod.Status, tt.want)
+				}
+			}
+		})
+	}
+}
+
 // The plugin is told the lowest level the host's logger keeps, so that it
 // writes no line the host would drop.
 func TestPluginLogLevelFollowsTheHost(t *testing.T) {

@@ -14,8 +14,12 @@
 // parses is the host's to say). A probe is classified the same way, as a
 // pluginapi.ProbeResult.
 //
+// Serve is the plugin's body: the wake-plugin-provider-openai binary
+// (cmd/wake-plugin-provider-openai) runs it, and so does wakehost for the
+// plugin built into it.
+//
 // It must not import any package of this module other than pluginapi, must
-// not read the environment (main does), must never retry or re-send a
+// not read the environment outside Serve, must never retry or re-send a
 // payload, and must never put the API key, a URL, HTML or more than a
 // short excerpt of a response body into an error or a log line.
 package openai

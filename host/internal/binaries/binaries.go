@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -49,12 +50,25 @@ func ModuleRoot(ctx context.Context) (string, error) {
 // go command builds them in parallel. A binary is named after its package's
 // last element.
 func Build(ctx context.Context, dir string, extra ...string) error {
+	return build(ctx, dir, append(slices.Clone(commands), extra...))
+}
+
+// BuildHost builds Wakehost alone into dir: the host with its built-in
+// plugins, as `go install ./host/cmd/wakehost` gives it, and no plugin
+// binary beside it.
+func BuildHost(ctx context.Context, dir string) error {
+	return build(ctx, dir, commands[:1])
+}
+
+// build builds pkgs (paths relative to the module root) into dir with one
+// go build.
+func build(ctx context.Context, dir string, pkgs []string) error {
 	root, err := ModuleRoot(ctx)
 	if err != nil {
 		return err
 	}
-	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, commands...)
-	cmd := exec.CommandContext(ctx, "go", append(args, extra...)...)
+	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("building the binaries: %w\n%s", err, out)

@@ -8,7 +8,7 @@
 //
 // The browser is Debian's chromium, or the binary WAKE_CHROMIUM names. A
 // test whose browser is missing fails, saying how to install one
-// (scripts/install-chromium.sh, which .ci/run calls first): it never skips,
+// (scripts/install-chromium.sh, which make test runs when none is found): it never skips,
 // so a green run always drove a browser.
 //
 // Screenshots go into the test's temporary directory, removed with it,

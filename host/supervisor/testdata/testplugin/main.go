@@ -2,6 +2,7 @@
 // tests. Its behaviour is chosen by the pod name or the model:
 //
 //	GetPod "env"        Status: the sorted names of its environment variables
+//	GetPod "args"       Status: its arguments, joined by spaces
 //	GetPod "pid"        PodID: its process id
 //	GetPod "crash"      exits mid-call
 //	GetPod "crash-once" exits mid-call unless $TESTPLUGIN_DIR/crashed exists (it creates it)
@@ -49,6 +50,8 @@ func (g gpu) GetPod(ctx context.Context, name string) (pluginapi.Pod, error) {
 		}
 		sort.Strings(keys)
 		return pluginapi.Pod{Name: name, Status: strings.Join(keys, ",")}, nil
+	case "args":
+		return pluginapi.Pod{Name: name, Status: strings.Join(os.Args[1:], " ")}, nil
 	case "loglevel":
 		return pluginapi.Pod{Name: name, Status: os.Getenv(pluginapi.EnvLogLevel)}, nil
 	case "pid":
