@@ -139,19 +139,21 @@ func durationEnv(getenv func(string) string, name string) (time.Duration, error)
 	return d, nil
 }
 
-// passEnvNames splits WAKE_COMMAND_PASS_ENV: names separated by commas,
+// passEnvNames splits WAKE_COMMAND_PASS_ENV: names separated by commas
+// (an error counts the entries from 1),
 // spaces around them ignored, each a valid variable name, PATH and
 // duplicates dropped (the commands always get PATH).
 func passEnvNames(v string) ([]string, error) {
 	var names []string
 	seen := map[string]bool{EnvPath: true}
-	for _, f := range strings.Split(v, ",") {
+	for i, f := range strings.Split(v, ",") {
 		name := strings.TrimSpace(f)
 		if name == "" {
 			continue
 		}
 		if !validEnvName(name) {
-			return nil, fmt.Errorf("%s: %.64q is not a variable name (letters, digits and _, not starting with a digit)", EnvPassEnv, name)
+			// Not quoted: an operator who wrote NAME=value wrote a value.
+			return nil, fmt.Errorf("%s: entry %d is not a variable name (letters, digits and _, not starting with a digit)", EnvPassEnv, i+1)
 		}
 		if !seen[name] {
 			seen[name] = true

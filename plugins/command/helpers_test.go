@@ -45,7 +45,13 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testBin = bin
-	os.Exit(m.Run())
+	if binDir, err = os.MkdirTemp("", "wake-plugin-command-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	_ = os.RemoveAll(binDir)
+	os.Exit(code)
 }
 
 // helperArgv is the argument vector that runs the test binary as the fake
@@ -96,6 +102,10 @@ func helper(args []string) int {
 	return 0
 }
 
+// locked keeps the files lock locked open: a collected *os.File closes
+// its descriptor, and that would drop the lock.
+var locked []*os.File
+
 // lock takes an exclusive lock on path and keeps it until the process
 // exits: the kernel drops it when the process dies, which is how a test
 // learns that a process is gone.
@@ -104,6 +114,7 @@ func lock(path string) error {
 	if err != nil {
 		return err
 	}
+	locked = append(locked, f)
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 }
 
@@ -130,7 +141,7 @@ func startServer(dir string) error {
 // serve is a model server: it listens on a free port of 127.0.0.1,
 // answers GET /v1/models with a model list, and writes DIR/addr, then
 // DIR/pid (the "running" mark the status script reads), holding DIR/lock.
-// On SIGTERM it closes its listener, removes DIR/pid and DIR/addr and
+// On SIGTERM it removes DIR/pid and DIR/addr, closes its listener and
 // exits, which drops the lock.
 func serve(dir string) error {
 	if err := lock(filepath.Join(dir, "lock")); err != nil {
@@ -150,9 +161,11 @@ func serve(dir string) error {
 	signal.Notify(term, syscall.SIGTERM)
 	go func() {
 		<-term
-		_ = ln.Close()
+		// The marks go first: closing the listener ends http.Serve, and
+		// with it the process.
 		_ = os.Remove(filepath.Join(dir, "pid"))
 		_ = os.Remove(filepath.Join(dir, "addr"))
+		_ = ln.Close()
 		os.Exit(0)
 	}()
 	fmt.Println("ready")
