@@ -17,6 +17,7 @@
 //	WAKE_COMMAND_STOP            stop command, the same (optional)
 //	WAKE_COMMAND_STATUS          status command, the same (required)
 //	WAKE_COMMAND_STATUS_BY       json (default) or exit
+//	WAKE_COMMAND_STATUS_DOWN_CODES  exit mode: the codes that mean EXITED (default 1,2,3)
 //	WAKE_COMMAND_URL             the model endpoint's base URL (required with exit)
 //	WAKE_COMMAND_START_TIMEOUT   cap on one start command (default 60s)
 //	WAKE_COMMAND_STOP_TIMEOUT    cap on one stop command (default 60s)
@@ -45,9 +46,11 @@
 // RUNNING; only RUNNING is up), url the model endpoint's base URL while
 // RUNNING (WAKE_COMMAND_URL when absent), readySince optional (RFC 3339,
 // when this boot's model started answering). In exit mode the exit code
-// is the answer: 0 RUNNING at WAKE_COMMAND_URL; 1, 2 and 3 EXITED (the LSB
-// "not running" codes that systemctl is-active uses); any other code or a
-// signal cannot be read. A status that cannot be read (a timeout, output
+// is the answer: 0 RUNNING at WAKE_COMMAND_URL; one of
+// WAKE_COMMAND_STATUS_DOWN_CODES EXITED (by default 1, 2 and 3, the LSB
+// status action's "not running" codes; systemctl is-active exits 3 when
+// the unit is not active, and 1 when it cannot reach systemd, so give it
+// 3 alone); any other code or a signal cannot be read. A status that cannot be read (a timeout, output
 // past 64 KiB, output that is not one JSON object, a non-zero exit in json
 // mode, a program that is not found) is a *pluginapi.LookupError, which
 // the host takes as UNREADABLE: it waits and wakes nothing.

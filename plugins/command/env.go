@@ -3,6 +3,7 @@ package command
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -23,6 +24,11 @@ const (
 	// EnvStatusBy is how the status command's answer is read: "json"
 	// (default: it prints one JSON object) or "exit" (its exit code).
 	EnvStatusBy = "WAKE_COMMAND_STATUS_BY"
+	// EnvStatusDownCodes lists, comma-separated, the exit codes that mean
+	// EXITED in exit mode (default "1,2,3", the LSB "not running" codes;
+	// "3" for systemctl is-active, which exits 1 when it cannot reach
+	// systemd at all).
+	EnvStatusDownCodes = "WAKE_COMMAND_STATUS_DOWN_CODES"
 	// EnvURL is the model endpoint's base URL, such as
 	// http://10.0.0.7:8000/v1 ({pod} is replaced by the pod name).
 	// Required with WAKE_COMMAND_STATUS_BY=exit; in json mode the URL of a
@@ -71,6 +77,9 @@ func FromEnv(getenv func(string) string) (Config, error) {
 		cfg.StatusBy = StatusByExit
 	default:
 		return Config{}, fmt.Errorf("%s: must be %q or %q", EnvStatusBy, StatusByJSON, StatusByExit)
+	}
+	if cfg.DownCodes, err = downCodes(getenv(EnvStatusDownCodes)); err != nil {
+		return Config{}, err
 	}
 	cfg.URL = getenv(EnvURL)
 	for _, d := range []struct {
@@ -122,6 +131,23 @@ func argvEnv(getenv func(string) string, name string) ([]string, error) {
 		return nil, fmt.Errorf("%s: the program name (the array's first string) is empty", name)
 	}
 	return argv, nil
+}
+
+// downCodes reads WAKE_COMMAND_STATUS_DOWN_CODES: exit codes separated by
+// commas. Unset is nil (the default); New checks the range.
+func downCodes(v string) ([]int, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var codes []int
+	for i, f := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%s: entry %d is not an exit code", EnvStatusDownCodes, i+1)
+		}
+		codes = append(codes, n)
+	}
+	return codes, nil
 }
 
 func durationEnv(getenv func(string) string, name string) (time.Duration, error) {

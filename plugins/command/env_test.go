@@ -52,6 +52,7 @@ func TestFromEnv(t *testing.T) {
 			env: with(
 				command.EnvStop, `["systemctl","stop","vllm"]`,
 				command.EnvStatusBy, "exit",
+				command.EnvStatusDownCodes, "3, 7",
 				command.EnvURL, "http://127.0.0.1:8000/v1",
 				command.EnvStartTimeout, "90s",
 				command.EnvStopTimeout, "2m",
@@ -67,6 +68,7 @@ func TestFromEnv(t *testing.T) {
 				Stop:          []string{"systemctl", "stop", "vllm"},
 				Status:        []string{"systemctl", "is-active", "--quiet", "vllm"},
 				StatusBy:      command.StatusByExit,
+				DownCodes:     []int{3, 7},
 				URL:           "http://127.0.0.1:8000/v1",
 				StartTimeout:  90 * time.Second,
 				StopTimeout:   2 * time.Minute,
@@ -81,6 +83,7 @@ func TestFromEnv(t *testing.T) {
 		{name: "an empty command", env: with(command.EnvStart, `[]`), wantErr: command.EnvStart + ": the array is empty"},
 		{name: "an empty program name", env: with(command.EnvStatus, `["","x"]`), wantErr: command.EnvStatus + ": the program name (the array's first string) is empty"},
 		{name: "an unknown status mode", env: with(command.EnvStatusBy, "exitcode"), wantErr: command.EnvStatusBy + `: must be "json" or "exit"`},
+		{name: "a down code that is not a number", env: with(command.EnvStatusDownCodes, "3,inactive"), wantErr: command.EnvStatusDownCodes + ": entry 2 is not an exit code"},
 		{name: "a timeout that does not parse", env: with(command.EnvStartTimeout, "60"), wantErr: command.EnvStartTimeout + ": not a duration such as 10s or 1m30s"},
 		{name: "a timeout that is not positive", env: with(command.EnvStatusTimeout, "0s"), wantErr: command.EnvStatusTimeout + ": not a positive duration"},
 		{name: "a negative timeout", env: with(command.EnvStopTimeout, "-1s"), wantErr: command.EnvStopTimeout + ": not a positive duration"},
@@ -124,6 +127,13 @@ func TestNewRejects(t *testing.T) {
 		{"an empty program", func(c *command.Config) { c.Start = []string{"", "x"} }, command.EnvStart + ": the program name (the array's first string) is empty"},
 		{"exit mode without a url", func(c *command.Config) { c.StatusBy = command.StatusByExit }, command.EnvURL + ": required with WAKE_COMMAND_STATUS_BY=exit"},
 		{"an unknown mode", func(c *command.Config) { c.StatusBy = "yaml" }, command.EnvStatusBy + `: must be "json" or "exit"`},
+		{"down codes in json mode", func(c *command.Config) { c.DownCodes = []int{3} }, command.EnvStatusDownCodes + ": only with WAKE_COMMAND_STATUS_BY=exit"},
+		{"down code 0", func(c *command.Config) {
+			c.StatusBy, c.URL, c.DownCodes = command.StatusByExit, "http://h/v1", []int{0}
+		}, command.EnvStatusDownCodes + ": 0 is not an exit code from 1 to 255"},
+		{"down code 256", func(c *command.Config) {
+			c.StatusBy, c.URL, c.DownCodes = command.StatusByExit, "http://h/v1", []int{3, 256}
+		}, command.EnvStatusDownCodes + ": 256 is not an exit code from 1 to 255"},
 		{"a url that is not http", func(c *command.Config) { c.URL = "ftp://u:" + secret + "@h/" }, command.EnvURL + ": must be an absolute http or https url"},
 		{"a relative url", func(c *command.Config) { c.URL = "127.0.0.1:8000/v1" }, command.EnvURL + ": must be an absolute http or https url"},
 		{"a url with a query", func(c *command.Config) { c.URL = "http://h/v1?key=" + secret }, command.EnvURL + ": must be an absolute http or https url"},

@@ -20,6 +20,14 @@ const (
 	DefaultStatusTimeout = 10 * time.Second
 )
 
+// DefaultDownCodes are the exit codes of a status command in exit mode
+// that mean EXITED when Config.DownCodes is nil: the LSB init-script
+// status action's 1 (dead, a pid file exists), 2 (dead, a lock file
+// exists) and 3 (not running). systemctl is-active exits 3 for a unit that
+// is not active, but also 1 when it cannot reach systemd at all: with it,
+// use just 3.
+var DefaultDownCodes = []int{1, 2, 3}
+
 // MaxStatusOutput caps what a status command may print: 64 KiB. More is
 // the lookup error "output larger than 64 KiB", and the command is killed.
 const MaxStatusOutput = 64 << 10
@@ -37,8 +45,9 @@ const (
 	// {"status":"RUNNING","url":"http://…","readySince":"…"}, and exits 0.
 	StatusByJSON StatusBy = "json"
 	// StatusByExit: the command's exit code is the answer: 0 RUNNING (at
-	// Config.URL); 1, 2 or 3 EXITED (the LSB "not running" codes, which
-	// systemctl is-active uses); anything else cannot be read.
+	// Config.URL); one of Config.DownCodes EXITED (by default 1, 2 and 3,
+	// the LSB status action's "not running" codes); anything else, or a
+	// signal, cannot be read.
 	StatusByExit StatusBy = "exit"
 )
 
@@ -55,6 +64,10 @@ type Config struct {
 	Start, Stop, Status []string
 	// StatusBy says how Status's answer is read. Empty means StatusByJSON.
 	StatusBy StatusBy
+	// DownCodes are the exit codes that mean EXITED with StatusByExit,
+	// each 1 to 255. Nil means DefaultDownCodes; it must be nil with
+	// StatusByJSON.
+	DownCodes []int
 	// URL is the model endpoint's base URL (http or https, {pod} replaced).
 	// Required with StatusByExit, where every RUNNING pod has it; with
 	// StatusByJSON it is the URL of a RUNNING answer that has none, and
@@ -83,6 +96,7 @@ type Config struct {
 type Runner struct {
 	start, stop, status command
 	statusBy            StatusBy
+	down                map[int]bool // exit codes that mean EXITED
 	url                 string
 	env                 []string
 	path                string // the PATH commands are looked up in
@@ -125,6 +139,20 @@ func New(cfg Config) (*Runner, error) {
 	default:
 		return nil, fmt.Errorf("%s: must be %q or %q", EnvStatusBy, StatusByJSON, StatusByExit)
 	}
+	if cfg.DownCodes != nil && cfg.StatusBy != StatusByExit {
+		return nil, fmt.Errorf("%s: only with %s=%s", EnvStatusDownCodes, EnvStatusBy, StatusByExit)
+	}
+	down := map[int]bool{}
+	codes := cfg.DownCodes
+	if codes == nil {
+		codes = DefaultDownCodes
+	}
+	for _, c := range codes {
+		if c < 1 || c > 255 {
+			return nil, fmt.Errorf("%s: %d is not an exit code from 1 to 255", EnvStatusDownCodes, c)
+		}
+		down[c] = true
+	}
 	if cfg.URL == "" && cfg.StatusBy == StatusByExit {
 		return nil, fmt.Errorf("%s: required with %s=%s", EnvURL, EnvStatusBy, StatusByExit)
 	}
@@ -137,6 +165,7 @@ func New(cfg Config) (*Runner, error) {
 		stop:     command{"stop", cfg.Stop, or(cfg.StopTimeout, DefaultStopTimeout)},
 		status:   command{"status", cfg.Status, or(cfg.StatusTimeout, DefaultStatusTimeout)},
 		statusBy: cfg.StatusBy,
+		down:     down,
 		url:      cfg.URL,
 		env:      append(make([]string, 0, len(cfg.Env)), cfg.Env...), // never nil: see run
 		path:     DefaultPath,

@@ -13,7 +13,8 @@ import (
 
 // GetPod runs the status command for pod and reads its answer: with
 // StatusByJSON, the one JSON object it prints (see statusJSON); with
-// StatusByExit, its exit code (0 RUNNING at Config.URL; 1, 2, 3 EXITED).
+// StatusByExit, its exit code (0 RUNNING at Config.URL; Config.DownCodes,
+// by default 1, 2 and 3, EXITED).
 //
 // A status that cannot be read is a *pluginapi.LookupError, which the host
 // takes as UNREADABLE (it waits and wakes nothing). Its message is
@@ -50,7 +51,7 @@ func (r *Runner) GetPod(ctx context.Context, name string) (pluginapi.Pod, error)
 	}
 	url := strings.ReplaceAll(r.url, PodPlaceholder, name)
 	if r.statusBy == StatusByExit {
-		return byExit(name, o.state, url)
+		return r.byExit(name, o.state, url)
 	}
 	if !o.state.Success() {
 		return pluginapi.Pod{}, unreadable(o.state.String())
@@ -62,24 +63,15 @@ func unreadable(class string) *pluginapi.LookupError {
 	return &pluginapi.LookupError{Message: "status command: " + class}
 }
 
-// The exit codes of StatusByExit: the LSB init-script status codes, which
-// systemctl is-active follows.
-const (
-	exitRunning = 0 // running
-	exitDeadPID = 1 // dead, and a pid file exists
-	exitDeadLck = 2 // dead, and a lock file exists
-	exitStopped = 3 // not running
-)
-
 // StatusExited is the status of a pod a status command says is down by
 // its exit code.
 const StatusExited = "EXITED"
 
-func byExit(name string, st *os.ProcessState, url string) (pluginapi.Pod, error) {
-	switch st.ExitCode() {
-	case exitRunning:
+func (r *Runner) byExit(name string, st *os.ProcessState, url string) (pluginapi.Pod, error) {
+	switch code := st.ExitCode(); {
+	case code == 0:
 		return pluginapi.Pod{Name: name, Status: pluginapi.StatusRunning, IsRunning: true, ProxyURL: url, Lookup: pluginapi.LookupFound}, nil
-	case exitDeadPID, exitDeadLck, exitStopped:
+	case r.down[code]: // never -1, a signal
 		return pluginapi.Pod{Name: name, Status: StatusExited, Lookup: pluginapi.LookupFound}, nil
 	}
 	return pluginapi.Pod{}, unreadable(st.String())

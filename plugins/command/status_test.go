@@ -171,6 +171,7 @@ func TestGetPodExit(t *testing.T) {
 	const url = "http://{pod}.lan:8000/v1"
 	tests := []struct {
 		name    string
+		down    []int // Config.DownCodes
 		status  []string
 		want    pluginapi.Pod
 		wantErr string
@@ -184,12 +185,15 @@ func TestGetPodExit(t *testing.T) {
 		{name: "a signal cannot be read", status: sh(`kill -TERM $$`), wantErr: "status command: signal: terminated"},
 		{name: "output is ignored, however long", status: []string{"yes", secret}, wantErr: "status command: timed out after 200ms"},
 		{name: "not found", status: []string{"no-such-command"}, wantErr: "status command: not found"},
+		{name: "configured down codes: 3 is exited", down: []int{3}, status: sh(`exit 3`), want: down("EXITED")},
+		{name: "configured down codes: 1 cannot be read (systemctl without systemd)", down: []int{3}, status: sh(`exit 1`), wantErr: "status command: exit status 1"},
+		{name: "configured down codes: any code", down: []int{3, 7, 255}, status: sh(`exit 255`), want: down("EXITED")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			r := newRunner(t, command.Config{
-				Start: []string{"true"}, Status: tt.status, StatusBy: command.StatusByExit, URL: url,
+				Start: []string{"true"}, Status: tt.status, StatusBy: command.StatusByExit, DownCodes: tt.down, URL: url,
 				StatusTimeout: 200 * time.Millisecond, Env: testEnv, Logger: nullLogger,
 			})
 			pod, err := r.GetPod(context.Background(), "qwen")
