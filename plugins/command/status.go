@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -45,7 +46,7 @@ func (r *Runner) GetPod(ctx context.Context, name string) (pluginapi.Pod, error)
 	case o.cut && o.canceled:
 		return pluginapi.Pod{}, unreadable("canceled")
 	case o.cut:
-		return pluginapi.Pod{}, unreadable("timed out after " + o.timeout.String())
+		return pluginapi.Pod{}, unreadable("timed out after " + o.timeout.Round(time.Millisecond).String())
 	case o.leftOpen:
 		return pluginapi.Pod{}, unreadable("output left open by a background process")
 	}
