@@ -40,6 +40,9 @@ type Config struct {
 	// [[providers]] qwen
 	ProviderPlugin string
 	APIKeyEnv      string
+
+	// [openai] cold_start; "" leaves it unset (reply).
+	ColdStart string
 }
 
 // WriteConfig writes c as wake.toml into a fresh temporary directory and
@@ -91,6 +94,10 @@ func (c Config) TOML() string {
 		set("backend", "postgres")
 		set("dsn_env", c.StoreDSNEnv)
 		duration("lease", c.StoreLease)
+	}
+	if c.ColdStart != "" {
+		b.WriteString("\n[openai]\n")
+		set("cold_start", c.ColdStart)
 	}
 	b.WriteString("\n[[providers]]\n")
 	set("name", "qwen")
