@@ -134,7 +134,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	// The store prunes in the background until it is closed.
 	retention := store.Retention{HistoryMaxAge: cfg.Store.HistoryMaxAge.Duration, HistoryMaxSessions: cfg.Store.HistoryMaxSessions}
-	if err := a.store.StartPruning(retention, cfg.Store.PruneInterval.Duration, a.log); err != nil {
+	if err := a.store.Retainer.StartPruning(retention, cfg.Store.PruneInterval.Duration, a.log); err != nil {
 		return nil, err
 	}
 	replies, err := cfg.ParsedReplies()
@@ -162,19 +162,19 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		takeover = cfg.Store.Lease.Duration / 2
 	}
 	a.coord = wake.New(wake.Config{
-		Pod: pod, Records: a.store, Wakes: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
+		Pod: pod, Records: a.store.Records, Wakes: a.store.WakeLog, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
 		Changed: a.changed,
 		Probe:   a.probers(), ProbeInterval: cfg.Timings.ProbeInterval.Duration,
-		Leases: a.store, Takeover: takeover,
+		Leases: a.store.Leases, Takeover: takeover,
 	})
 	// The other hosts' changes come from the store (before the records
 	// are read, so that none falls between); then the hub and the metrics
 	// start from the stored records.
-	if err := a.followElsewhere(); err != nil {
+	if err := a.followElsewhere(ctx); err != nil {
 		return nil, err
 	}
-	recs, err := a.store.Records()
+	recs, err := a.store.Records.Records(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the wake records: %w", err)
 	}
@@ -210,11 +210,11 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	a.server = chat.New(chat.Config{
 		Agent: agent.New(agent.Config{
-			Chain: chain, Others: others, History: a.store,
+			Chain: chain, Others: others, History: a.store.History,
 			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages, HistoryBytes: cfg.Agent.HistoryBytes,
 			RequestBytes: pluginapi.MaxMessageBytes,
 		}),
-		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Turns: turns(a.store), Clock: a.clock, Logger: a.log,
+		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store.Pendings, Turns: a.store.Turns, Clock: a.clock, Logger: a.log,
 		MaxBody:         cfg.Server.MaxBodyBytes,
 		Once:            pinned((*resolve.Model).CompleteOnce),
 		NoResend:        pinned((*resolve.Model).CompleteNoResend),
@@ -266,22 +266,22 @@ func (a *App) openStore(ctx context.Context, dataDir string, getenv func(string)
 	if cfg.Store.Backend != config.BackendPostgres {
 		s, err := store.Options{Now: a.clock.Now, PendingTTL: ttl}.Open(filepath.Join(dataDir, "wake.db"))
 		if err != nil {
-			return nil, err // not a nil *store.Store in the interface
+			return store.Backend{}, err
 		}
-		return s, nil
+		return s.Backend(), nil
 	}
 	env := cfg.Store.DSNEnv
 	dsn := getenv(env)
 	if dsn == "" {
-		return nil, fmt.Errorf("store.dsn_env: %s is not set: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
+		return store.Backend{}, fmt.Errorf("store.dsn_env: %s is not set: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
 	}
 	s, err := postgres.Open(ctx, dsn, postgres.Options{
 		Now: a.clock.Now, PendingTTL: ttl, Lease: cfg.Store.Lease.Duration, DSNEnv: env, Logger: a.log,
 	})
 	if err != nil {
-		return nil, err
+		return store.Backend{}, err
 	}
-	return s, nil
+	return s.Backend(), nil
 }
 
 // Addr is the address the HTTP server listens on.
@@ -393,7 +393,7 @@ func (a *App) close(ctx context.Context, graceRanOut bool) error {
 	if a.server != nil {
 		a.server.Drain(ctx) // an answered turn is stored after its handler returns
 	}
-	if a.store != nil {
+	if a.store.Close != nil {
 		if err := a.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("store: %w", err))
 		}
@@ -405,13 +405,6 @@ func (a *App) close(ctx context.Context, graceRanOut bool) error {
 		os.RemoveAll(a.tempDir)
 	}
 	return errors.Join(errs...)
-}
-
-// turns is the store's one-turn-per-session rule when it has one (a store
-// the hosts share), else nil: the chat server's own slots are the rule.
-func turns(s store.Backend) store.Turns {
-	t, _ := s.(store.Turns)
-	return t
 }
 
 // pinned adapts one of resolve.Model's completion calls to a chat turn's

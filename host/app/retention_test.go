@@ -33,13 +33,13 @@ func TestHostPrunesStoreAtStart(t *testing.T) {
 	}
 	turn := func(session string) func(s *store.Store) error {
 		return func(s *store.Store) error {
-			return s.AppendTurn(session, store.Message{Role: store.RoleUser, Content: "q"}, store.Message{Role: store.RoleAssistant, Content: "a"})
+			return s.AppendTurn(t.Context(), session, store.Message{Role: store.RoleUser, Content: "q"}, store.Message{Role: store.RoleAssistant, Content: "a"})
 		}
 	}
 	put(t0.Add(-721*time.Hour), turn("stale"))
 	put(t0.Add(-time.Hour), turn("recent"))
 	put(t0, func(s *store.Store) error {
-		return s.PutPending("recent", store.Pending{Key: "k", Pod: "qwen", CreatedAt: t0.Add(-36 * time.Minute)})
+		return s.PutPending(t.Context(), "recent", store.Pending{Key: "k", Pod: "qwen", CreatedAt: t0.Add(-36 * time.Minute)})
 	})
 
 	clk := clock.NewFake(t0)
@@ -60,11 +60,11 @@ func TestHostPrunesStoreAtStart(t *testing.T) {
 	}
 	defer s.Close()
 	for session, want := range map[string]int{"stale": 0, "recent": 2} {
-		if msgs, err := s.History(session, 10); err != nil || len(msgs) != want {
+		if msgs, err := s.History(t.Context(), session, 10); err != nil || len(msgs) != want {
 			t.Errorf("session %s after the host: %d messages, %v; want %d", session, len(msgs), err, want)
 		}
 	}
-	if _, ok, err := s.Pending("recent"); err != nil || ok {
+	if _, ok, err := s.Pending(t.Context(), "recent"); err != nil || ok {
 		t.Errorf("pending wake after the host: ok %v, %v; want none", ok, err)
 	}
 }

@@ -81,11 +81,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			// connection's next request meanwhile (it reads none until the
 			// handler returns), and the slot, and the session's turn on a
 			// shared store, are held until it is stored.
-			go s.store(req.SessionID, remember, func() { count(result) })
+			go s.store(context.WithoutCancel(r.Context()), req.SessionID, remember, func() { count(result) })
 			return
 		}
 		count(result)
-		s.endTurn(req.SessionID, turnTaken)
+		s.endTurn(context.WithoutCancel(r.Context()), req.SessionID, turnTaken)
 	}()
 	if refused, mayRun := s.takeTurn(w, r.Context(), req.SessionID); !mayRun {
 		result = refused
@@ -144,7 +144,7 @@ func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) s
 	if done {
 		return result
 	}
-	rec, err := s.cfg.Wake.Record(nr.Pod)
+	rec, err := s.cfg.Wake.Record(ctx, nr.Pod)
 	if err != nil {
 		return s.failed(w, ctx, req.SessionID, err)
 	}
@@ -152,7 +152,7 @@ func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) s
 		Key: s.cfg.NewToken(), Pod: nr.Pod, Provider: provider,
 		WakeRequestedAt: rec.WakeRequestedAt, State: string(d.To), CreatedAt: s.cfg.Clock.Now(),
 	}
-	if err := s.cfg.Pending.PutPending(req.SessionID, p); err != nil {
+	if err := s.cfg.Pending.PutPending(ctx, req.SessionID, p); err != nil {
 		return s.failed(w, ctx, req.SessionID, err)
 	}
 	jsonhttp.Write(w, http.StatusOK, reply{Reply: d.Text, SessionID: req.SessionID, PendingWake: wirePending(p)})
@@ -165,7 +165,7 @@ func (s *Server) wait(w http.ResponseWriter, ctx context.Context, req request) s
 func (s *Server) settle(w http.ResponseWriter, ctx context.Context, req request, res agent.Result, err error) (*resolve.NotReadyError, machines.Decision, string, bool) {
 	session := req.SessionID
 	if err == nil {
-		return nil, machines.Decision{}, s.answered(w, req, res), true
+		return nil, machines.Decision{}, s.answered(w, ctx, req, res), true
 	}
 	nr, ok := s.wakeable(err)
 	if !ok {
@@ -181,7 +181,7 @@ func (s *Server) settle(w http.ResponseWriter, ctx context.Context, req request,
 // resume runs a held prompt once the model is freshly ready, on the pinned
 // provider, exactly once. It never wakes (#715).
 func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request) string {
-	p, ok, err := s.cfg.Pending.Pending(req.SessionID)
+	p, ok, err := s.cfg.Pending.Pending(ctx, req.SessionID)
 	switch {
 	case err != nil:
 		return s.failed(w, ctx, req.SessionID, err)
@@ -209,20 +209,20 @@ func (s *Server) resume(w http.ResponseWriter, ctx context.Context, req request)
 	}
 	// The key is consumed before the turn runs: a turn that ran, whatever
 	// its outcome, can never be resumed twice.
-	if _, err := s.cfg.Pending.TakePending(req.SessionID, p.Key); err != nil {
+	if _, err := s.cfg.Pending.TakePending(ctx, req.SessionID, p.Key); err != nil {
 		jsonhttp.Error(w, http.StatusConflict, "no pending wake for this session")
 		return metrics.ResultConflict
 	}
 	res, err := s.cfg.Agent.ProcessOn(ctx, req.SessionID, req.Message, p.Provider, s.cfg.Once)
 	if err == nil {
-		return s.answered(w, req, res)
+		return s.answered(w, ctx, req, res)
 	}
 	var nr *resolve.NotReadyError
 	if errors.As(err, &nr) || resolve.NeverSent(err) {
 		// The pod stopped between the readiness check and the completion, and
 		// the prompt provably never reached a model: keep the marker, so the
 		// client can resume once the pod is back, and wake nothing.
-		if perr := s.cfg.Pending.PutPending(req.SessionID, p); perr != nil {
+		if perr := s.cfg.Pending.PutPending(ctx, req.SessionID, p); perr != nil {
 			return s.failed(w, ctx, req.SessionID, perr)
 		}
 		var key, text string
@@ -257,7 +257,7 @@ func (s *Server) readiness(ctx context.Context, pod string) (machines.Record, ma
 			view = viewOf(res)
 		}
 	}
-	rec, err := s.cfg.Wake.Record(pod)
+	rec, err := s.cfg.Wake.Record(ctx, pod)
 	if err != nil {
 		return machines.NewRecord(pod), machines.View{Lookup: machines.LookupUnreadable}, false
 	}
@@ -322,12 +322,14 @@ func (s *Server) failed(w http.ResponseWriter, ctx context.Context, session stri
 // history.
 //
 // The store is left to the handler's end (see store): answered marks the
-// slot finishing with what remains to do.
-func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) string {
+// slot finishing with what remains to do, which outlives the request: its
+// context keeps ctx's values, not its cancellation.
+func (s *Server) answered(w http.ResponseWriter, ctx context.Context, req request, res agent.Result) string {
+	ctx = context.WithoutCancel(ctx)
 	// Finishing before the reply leaves: a client may send its next turn
 	// the moment it reads the reply, and that turn must wait, not get a 409.
-	s.slots.finish(req.SessionID, func() error { return s.cfg.Agent.Remember(req.SessionID, req.Message, res) })
-	s.finishTurn(req.SessionID)
+	s.slots.finish(req.SessionID, func() error { return s.cfg.Agent.Remember(ctx, req.SessionID, req.Message, res) })
+	s.finishTurn(ctx, req.SessionID)
 	jsonhttp.Write(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
 	http.NewResponseController(w).Flush() // the reply leaves now, not when the handler returns
 	return metrics.ResultAnswered
@@ -337,8 +339,8 @@ func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) 
 // turn, counts it, then releases the session's slot. A store that fails or
 // panics is logged and never takes the host down; the slot is released
 // whatever happens.
-func (s *Server) store(session string, remember func() error, count func()) {
-	defer s.endTurn(session, true) // an answered turn had taken it
+func (s *Server) store(ctx context.Context, session string, remember func() error, count func()) {
+	defer s.endTurn(ctx, session, true) // an answered turn had taken it
 	defer count()
 	defer func() {
 		if p := recover(); p != nil {
@@ -395,21 +397,22 @@ func (s *Server) takeTurn(w http.ResponseWriter, ctx context.Context, session st
 
 // finishTurn marks session's turn replied to on the shared store, so that
 // its next turn on another host waits for it to be stored instead of a 409.
-func (s *Server) finishTurn(session string) {
+func (s *Server) finishTurn(ctx context.Context, session string) {
 	if s.cfg.Turns == nil {
 		return
 	}
-	if err := s.cfg.Turns.FinishTurn(session); err != nil {
+	if err := s.cfg.Turns.FinishTurn(ctx, session); err != nil {
 		s.cfg.Logger.Warn(lineTurnHold, "session", session, "err", logErr{err})
 	}
 }
 
 // endTurn ends session's turn: frees it on the shared store when it was
 // taken there (takeTurn), then releases the process's slot, which lets the
-// session's next turn in.
-func (s *Server) endTurn(session string, taken bool) {
+// session's next turn in. ctx must outlive the request: a turn is released
+// whether its client stayed or not.
+func (s *Server) endTurn(ctx context.Context, session string, taken bool) {
 	if taken && s.cfg.Turns != nil {
-		if err := s.cfg.Turns.ReleaseTurn(session); err != nil {
+		if err := s.cfg.Turns.ReleaseTurn(ctx, session); err != nil {
 			s.cfg.Logger.Warn(lineTurnHold, "session", session, "err", logErr{err})
 		}
 	}

@@ -46,7 +46,7 @@ func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
 	// the resolver's observer) before the record is read, so the state
 	// agrees with it.
 	res, lookupErr := view.Lookup(r.Context())
-	rec, err := s.cfg.Wake.Record(name)
+	rec, err := s.cfg.Wake.Record(r.Context(), name)
 	if err != nil {
 		s.cfg.Logger.Error("reading the pod record", "pod", name, "err", err)
 		jsonhttp.Error(w, http.StatusInternalServerError, "the pod's record could not be read")

@@ -23,7 +23,7 @@ import (
 // *wake.Coordinator is one.
 type Coordinator interface {
 	NotReady(ctx context.Context, pod, status, lookup string, modelLoading bool) (machines.Decision, error)
-	Record(pod string) (machines.Record, error)
+	Record(ctx context.Context, pod string) (machines.Record, error)
 	Estimate(pod string) machines.Estimate
 }
 

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -154,11 +155,11 @@ func (s *Server) wakeable(p *Provider, err error) (*resolve.NotReadyError, bool)
 // its pod's recorded state as the machine reports it (machines.Reports: a
 // pod with no record yet is asleep), or unknown when there is no pod or
 // its record cannot be read.
-func (s *Server) state(p *Provider) string {
+func (s *Server) state(ctx context.Context, p *Provider) string {
 	if p.Pod == "" {
 		return stateUnknown
 	}
-	rec, err := s.cfg.Wake.Record(p.Pod)
+	rec, err := s.cfg.Wake.Record(ctx, p.Pod)
 	if err != nil {
 		return stateUnknown
 	}
@@ -183,7 +184,7 @@ func (s *Server) failed(t *turn, err error) {
 func (s *Server) fail(t *turn, e *apiError) {
 	t.result = e.turnResult()
 	if !t.started {
-		t.w.Header().Set(wakeStateHeader, s.state(t.p))
+		t.w.Header().Set(wakeStateHeader, s.state(t.r.Context(), t.p))
 		writeError(t.w, e)
 		return
 	}

@@ -43,7 +43,7 @@ type Provider struct {
 // wake.
 type Coordinator interface {
 	NotReady(ctx context.Context, pod, status, lookup string, modelLoading bool) (machines.Decision, error)
-	Record(pod string) (machines.Record, error)
+	Record(ctx context.Context, pod string) (machines.Record, error)
 }
 
 // PodView reports a pod as the conductor sees it; *resolve.Resolver is one.

@@ -18,7 +18,7 @@ func TestConformance(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
-			return s
+			return s.Backend()
 		},
 	})
 }

@@ -1,9 +1,11 @@
 // Package store is wake-on-chat's durable state. Backend is what the rest of
-// the host sees (Records for host/wake, History for host/agent, Pendings for
-// host/chat, Retainer for the pruning); two backends implement it: this
-// package's *Store, an embedded bbolt database in the host's data_dir that
-// survives a restart and is the default, and host/store/postgres, a
-// PostgreSQL database several replicas share. host/store/storetest is the
+// the host sees: one narrow interface per capability (Records for host/wake,
+// History for host/agent, Pendings for host/chat, Retainer for the pruning,
+// and Turns and Changes only for a store several hosts share), each call
+// with the caller's context; two backends fill it: this package's *Store,
+// an embedded bbolt database in the host's data_dir that survives a restart
+// and is the default, and host/store/postgres, a PostgreSQL database several
+// replicas share. host/store/storetest is the
 // conformance suite both pass. Either keeps three things:
 //
 //   - each session's chat history, as whole turns (a user message and the

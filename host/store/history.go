@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -33,8 +34,8 @@ var ErrEmptySession = errors.New("store: empty session id")
 // History returns the last last messages of session, oldest first. It
 // returns nil when last <= 0, and nil (no error) for a session it has never
 // seen. It reads only the messages it returns.
-func (s *Store) History(session string, last int) ([]Message, error) {
-	return s.history(session, last, math.MaxInt)
+func (s *Store) History(ctx context.Context, session string, last int) ([]Message, error) {
+	return s.history(ctx, session, last, math.MaxInt)
 }
 
 // HistoryWithin returns the newest messages of session, at most last of
@@ -46,18 +47,18 @@ func (s *Store) History(session string, last int) ([]Message, error) {
 // more, whatever last is; the one that does not fit is not even decoded
 // when its stored form gives its size (see contentSize). It returns nil
 // when last <= 0 or maxBytes < 0, and for a session it has never seen.
-func (s *Store) HistoryWithin(session string, last, maxBytes int) ([]Message, error) {
+func (s *Store) HistoryWithin(ctx context.Context, session string, last, maxBytes int) ([]Message, error) {
 	if maxBytes < 0 {
 		if session == "" {
 			return nil, ErrEmptySession
 		}
 		return nil, nil
 	}
-	return s.history(session, last, maxBytes)
+	return s.history(ctx, session, last, maxBytes)
 }
 
 // history is HistoryWithin, with maxBytes >= 0.
-func (s *Store) history(session string, last, maxBytes int) ([]Message, error) {
+func (s *Store) history(ctx context.Context, session string, last, maxBytes int) ([]Message, error) {
 	if session == "" {
 		return nil, ErrEmptySession
 	}
@@ -65,7 +66,7 @@ func (s *Store) history(session string, last, maxBytes int) ([]Message, error) {
 		return nil, nil
 	}
 	var msgs []Message
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b, err := messages(tx, session)
 		if b == nil || err != nil {
 			return err
@@ -139,8 +140,8 @@ func contentSize(v []byte) (n int, ok bool) {
 // all, and concurrent turns never interleave. user.Role must be "user" and
 // assistant.Role "assistant". The session's last turn is stamped with the
 // store's clock (Options.Now), which Prune ages it by. History is never
-// trimmed here; see Prune and PruneHistory.
-func (s *Store) AppendTurn(session string, user, assistant Message) error {
+// trimmed here; see Prune.
+func (s *Store) AppendTurn(ctx context.Context, session string, user, assistant Message) error {
 	if session == "" {
 		return ErrEmptySession
 	}
@@ -148,7 +149,15 @@ func (s *Store) AppendTurn(session string, user, assistant Message) error {
 		return fmt.Errorf("store: turn roles %q, %q: want %q, %q",
 			user.Role, assistant.Role, RoleUser, RoleAssistant)
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	var values [2][]byte
+	for i, m := range []Message{user, assistant} {
+		v, err := json.Marshal(m)
+		if err != nil {
+			return fmt.Errorf("store: session %q message: %w", session, err)
+		}
+		values[i] = v
+	}
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		sessions, err := bucket(tx, bucketSessions)
 		if err != nil {
 			return err
@@ -164,48 +173,13 @@ func (s *Store) AppendTurn(session string, user, assistant Message) error {
 		if err := sb.Put(keyLastTurn, timeValue(s.now())); err != nil {
 			return fmt.Errorf("store: session %q last turn: %w", session, err)
 		}
-		for _, m := range []Message{user, assistant} {
+		for _, v := range values {
 			seq, err := b.NextSequence()
 			if err != nil {
 				return fmt.Errorf("store: session %q sequence: %w", session, err)
 			}
-			v, err := json.Marshal(m)
-			if err != nil {
-				return fmt.Errorf("store: session %q message: %w", session, err)
-			}
 			if err := b.Put(seqKey(seq), v); err != nil {
 				return fmt.Errorf("store: session %q message: %w", session, err)
-			}
-		}
-		return nil
-	})
-}
-
-// PruneHistory deletes all but the last keep messages of session. keep is
-// rounded down to an even number so a turn is never split; keep <= 1 deletes
-// the whole history. Pruning an unknown session does nothing. Sequence
-// numbers are never reused.
-func (s *Store) PruneHistory(session string, keep int) error {
-	if session == "" {
-		return ErrEmptySession
-	}
-	keep = max(keep, 0) &^ 1
-	return s.update(func(tx *bolt.Tx) error {
-		b, err := messages(tx, session)
-		if b == nil || err != nil {
-			return err
-		}
-		var doomed [][]byte
-		c := b.Cursor()
-		n := 0
-		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
-			if n++; n > keep {
-				doomed = append(doomed, slices.Clone(k))
-			}
-		}
-		for _, k := range doomed {
-			if err := b.Delete(k); err != nil {
-				return fmt.Errorf("store: session %q prune: %w", session, err)
 			}
 		}
 		return nil

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -66,7 +67,7 @@ func hugeSession(tb testing.TB, s *Store, session string, turns, answerBytes int
 		answer = strings.Repeat("<", answerBytes) // stored as \u003c
 	}
 	for i := range turns {
-		if err := s.AppendTurn(session, Message{RoleUser, fmt.Sprintf("q%d", i)}, Message{RoleAssistant, answer}); err != nil {
+		if err := s.AppendTurn(context.Background(), session, Message{RoleUser, fmt.Sprintf("q%d", i)}, Message{RoleAssistant, answer}); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -111,11 +112,11 @@ func TestHistoryWithinReadsOnlyWhatFits(t *testing.T) {
 		t.Run(tc.session, func(t *testing.T) {
 			var all, fit []Message
 			var err error
-			full := allocated(func() { all, err = s.History(tc.session, last) })
+			full := allocated(func() { all, err = s.History(t.Context(), tc.session, last) })
 			if err != nil || len(all) != last {
 				t.Fatalf("History: %d messages, %v", len(all), err)
 			}
-			bounded := allocated(func() { fit, err = s.HistoryWithin(tc.session, last, maxBytes) })
+			bounded := allocated(func() { fit, err = s.HistoryWithin(t.Context(), tc.session, last, maxBytes) })
 			if err != nil || len(fit) != 0 {
 				t.Fatalf("HistoryWithin: %d messages, %v; want none (the newest answer does not fit)", len(fit), err)
 			}
@@ -146,7 +147,7 @@ func BenchmarkHistoryHugeTurns(b *testing.B) {
 		b.Run(session+"/History", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := s.History(session, 20); err != nil {
+				if _, err := s.History(b.Context(), session, 20); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -154,7 +155,7 @@ func BenchmarkHistoryHugeTurns(b *testing.B) {
 		b.Run(session+"/HistoryWithin", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := s.HistoryWithin(session, 20, 256<<10); err != nil {
+				if _, err := s.HistoryWithin(b.Context(), session, 20, 256<<10); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -140,14 +141,37 @@ func (s *Store) isClosed() bool {
 	return s.pruning.closed
 }
 
-// view runs fn in a read-only transaction.
-func (s *Store) view(fn func(*bolt.Tx) error) error {
+// view runs fn in a read-only transaction, unless ctx has ended.
+func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
 	return closedErr(s.db.View(fn))
 }
 
-// update runs fn in a read-write transaction; an error from fn rolls it back.
-func (s *Store) update(fn func(*bolt.Tx) error) error {
-	return closedErr(s.db.Update(fn))
+// update runs fn in a read-write transaction; an error from fn rolls it
+// back. bbolt's transactions take no context: ctx is looked at before the
+// transaction and again once it has the writer's lock (another write may
+// have held it), and a ctx that ended by then rolls it back before fn
+// writes anything. A transaction under way is short: it runs to its end.
+func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return closedErr(s.db.Update(func(tx *bolt.Tx) error {
+		if err := ctxErr(ctx); err != nil {
+			return err
+		}
+		return fn(tx)
+	}))
+}
+
+// ctxErr is ctx's error, when it has ended, as the store returns it.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
 }
 
 func closedErr(err error) error {

@@ -38,7 +38,7 @@ func (c *Coordinator) Resume(configured func(pod string) bool) error {
 		return ErrClosed
 	}
 	defer c.wg.Done()
-	recs, err := c.records.Records()
+	recs, err := c.records.Records(c.stopping)
 	if err != nil {
 		return fmt.Errorf("wake: resume: list records: %w", err)
 	}
@@ -147,7 +147,7 @@ func (c *Coordinator) watch(pod string, wake time.Time, resumed bool) {
 				slog.String("pod", pod), slog.Time("wakeRequestedAt", wake))
 			return
 		}
-		recorded, err := c.feed(pod, wake, machines.Event{Trigger: machines.NeverReadySeen})
+		recorded, err := c.feed(c.stopping, pod, wake, machines.Event{Trigger: machines.NeverReadySeen})
 		switch {
 		case err != nil:
 			c.log.LogAttrs(context.Background(), slog.LevelError, err.Error(), slog.String("pod", pod))
@@ -190,7 +190,7 @@ func (c *Coordinator) read(pod string, wake time.Time) (pluginapi.Pod, bool) {
 		}
 		return pluginapi.Pod{}, false
 	}
-	c.Observe(ctx, pod, p)
+	c.Observe(c.stopping, pod, p)
 	return p, true
 }
 
@@ -259,7 +259,7 @@ func (c *Coordinator) probe(pod string, wake time.Time, up *upPod) {
 		c.log.LogAttrs(context.Background(), slog.LevelDebug,
 			fmt.Sprintf("wake watch for pod %s: model not answering yet: %s", pod, cmp.Or(res.Message, "no answer")), attrs...)
 	default:
-		c.event(context.Background(), pod, machines.Event{Trigger: machines.Answered, ReadySince: up.readySince, Probe: true})
+		c.event(c.stopping, pod, machines.Event{Trigger: machines.Answered, ReadySince: up.readySince, Probe: true})
 	}
 }
 
@@ -285,7 +285,7 @@ func (c *Coordinator) following(pod string, wake time.Time) bool {
 	if !c.leaseHeld(watchKey{pod: pod, wake: wake.UnixNano()}) {
 		return false
 	}
-	r, err := c.records.Record(pod)
+	r, err := c.records.Record(c.stopping, pod)
 	switch {
 	case err != nil:
 		c.log.LogAttrs(context.Background(), slog.LevelError,

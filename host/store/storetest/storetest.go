@@ -58,6 +58,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("Pending", func(t *testing.T) { testPending(t, s) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, s) })
 	t.Run("Closed", func(t *testing.T) { testClosed(t, s) })
+	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, s) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, s) })
 	t.Run("Turns", func(t *testing.T) { testTurns(t, s) })
 	t.Run("Replicas", func(t *testing.T) {
@@ -100,32 +101,32 @@ func testClosed(t *testing.T, s Suite) {
 		t.Errorf("second Close: %v, want nil", err)
 	}
 	calls := map[string]func() error{
-		"Record":    func() error { _, err := st.Record("qwen"); return err },
-		"PutRecord": func() error { return st.PutRecord(record("qwen")) },
-		"Records":   func() error { _, err := st.Records(); return err },
+		"Record":    func() error { _, err := st.Records.Record(t.Context(), "qwen"); return err },
+		"PutRecord": func() error { return st.Records.PutRecord(t.Context(), record("qwen")) },
+		"Records":   func() error { _, err := st.Records.Records(t.Context()); return err },
 		"PutRecordWake": func() error {
-			return st.PutRecordWake(record("qwen"), machines.Wake{RequestedAt: T0})
+			return st.WakeLog.PutRecordWake(t.Context(), record("qwen"), machines.Wake{RequestedAt: T0})
 		},
-		"Wakes": func() error { _, err := st.Wakes("qwen"); return err },
+		"Wakes": func() error { _, err := st.WakeLog.Wakes(t.Context(), "qwen"); return err },
 		"UpdateRecord": func() error {
-			_, _, err := st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
+			_, _, err := st.Records.UpdateRecord(t.Context(), "qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
 			return err
 		},
-		"History": func() error { _, err := st.History("s", 2); return err },
+		"History": func() error { _, err := st.History.History(t.Context(), "s", 2); return err },
 		"HistoryWithin": func() error {
-			_, err := st.HistoryWithin("s", 2, 100)
+			_, err := st.History.HistoryWithin(t.Context(), "s", 2, 100)
 			return err
 		},
-		"AppendTurn": func() error { return st.AppendTurn("s", user("q"), assistant("a")) },
-		"Pending":    func() error { _, _, err := st.Pending("s"); return err },
-		"PutPending": func() error { return st.PutPending("s", pending("k")) },
+		"AppendTurn": func() error { return st.History.AppendTurn(t.Context(), "s", user("q"), assistant("a")) },
+		"Pending":    func() error { _, _, err := st.Pendings.Pending(t.Context(), "s"); return err },
+		"PutPending": func() error { return st.Pendings.PutPending(t.Context(), "s", pending("k")) },
 		"TakePending": func() error {
-			_, err := st.TakePending("s", "k")
+			_, err := st.Pendings.TakePending(t.Context(), "s", "k")
 			return err
 		},
-		"Prune": func() error { _, err := st.Prune(context.Background(), T0, store.Retention{}); return err },
+		"Prune": func() error { _, err := st.Retainer.Prune(context.Background(), T0, store.Retention{}); return err },
 		"StartPruning": func() error {
-			return st.StartPruning(store.Retention{}, time.Minute, nil)
+			return st.Retainer.StartPruning(store.Retention{}, time.Minute, nil)
 		},
 	}
 	for name, call := range calls {
