@@ -264,7 +264,7 @@ func (a *App) openStore(ctx context.Context, dataDir string, getenv func(string)
 	cfg := a.cfg
 	ttl := cfg.Timings.WakeWatch.Duration
 	if cfg.Store.Backend != config.BackendPostgres {
-		s, err := store.Options{Now: a.clock.Now, PendingTTL: ttl}.Open(filepath.Join(dataDir, "wake.db"))
+		s, err := store.Options{Now: a.clock.Now, PendingTTL: ttl, SessionHistoryBytes: cfg.Store.SessionHistoryBytes}.Open(filepath.Join(dataDir, "wake.db"))
 		if err != nil {
 			return store.Backend{}, err
 		}
@@ -276,7 +276,8 @@ func (a *App) openStore(ctx context.Context, dataDir string, getenv func(string)
 		return store.Backend{}, fmt.Errorf("store.dsn_env: %s is not set: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
 	}
 	s, err := postgres.Open(ctx, dsn, postgres.Options{
-		Now: a.clock.Now, PendingTTL: ttl, Lease: cfg.Store.Lease.Duration, DSNEnv: env, Logger: a.log,
+		Now: a.clock.Now, PendingTTL: ttl, SessionHistoryBytes: cfg.Store.SessionHistoryBytes,
+		Lease: cfg.Store.Lease.Duration, DSNEnv: env, Logger: a.log,
 	})
 	if err != nil {
 		return store.Backend{}, err

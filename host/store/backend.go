@@ -83,13 +83,20 @@ type WakeLog interface {
 }
 
 // History keeps each session's turns: what host/agent sends with a turn and
-// stores after it.
+// stores after it. A session keeps only its newest turns whose messages fit
+// the backend's session budget (Options.SessionHistoryBytes, [store]
+// session_history_bytes), so that what the store holds is bounded by the
+// sessions it keeps times that budget.
 type History interface {
 	// History returns the last last messages of session, oldest first; nil
 	// when last <= 0 or the session is unknown.
 	History(ctx context.Context, session string, last int) ([]Message, error)
 	// AppendTurn appends a user message and the assistant's reply, whole or
 	// not at all, stamping the session's last turn with the store's clock.
+	// In the same transaction it deletes the session's oldest turns until
+	// its messages take at most the session budget as stored; a turn that
+	// alone takes more is not kept, and nor is anything older (the session
+	// starts afresh rather than with a hole where its last turn was).
 	AppendTurn(ctx context.Context, session string, user, assistant Message) error
 }
 

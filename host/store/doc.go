@@ -41,9 +41,11 @@
 //	                             request time, big-endian Unix nanoseconds
 //	                             (absent in stores from before the log)
 //
-// AppendTurn never drops anything, and History reads only the last N
-// messages with a cursor from the end, so a long history costs disk, not
-// time. Retention bounds it (retention.go): Prune deletes whole sessions by
+// AppendTurn keeps a session within its budget (Options.SessionHistoryBytes):
+// in its transaction it walks the session back from the newest message,
+// reading only the sizes of the ones kept, and deletes the oldest turns past
+// the budget. History reads only the last N messages with a cursor from the
+// end. Retention bounds the sessions (retention.go): Prune deletes whole sessions by
 // the age of their last turn and beyond a count, and the pending wakes older
 // than Options.PendingTTL (which already read as absent before that), in
 // write transactions of a bounded size; StartPruning runs it in the

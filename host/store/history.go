@@ -135,12 +135,23 @@ func contentSize(v []byte) (n int, ok bool) {
 	return 0, false
 }
 
+// DefaultSessionHistoryBytes is the session budget of a store whose options
+// give none: 1 MiB, four times the default [agent] history_bytes.
+const DefaultSessionHistoryBytes = 1 << 20
+
 // AppendTurn appends one turn, user's message then assistant's reply, to
 // session's history in one transaction: the turn is stored whole or not at
 // all, and concurrent turns never interleave. user.Role must be "user" and
 // assistant.Role "assistant". The session's last turn is stamped with the
-// store's clock (Options.Now), which Prune ages it by. History is never
-// trimmed here; see Prune.
+// store's clock (Options.Now), which Prune ages it by.
+//
+// In the same transaction the session is trimmed to its budget
+// (Options.SessionHistoryBytes): of its turns, newest first, those whose
+// stored messages (their JSON) fit the budget together are kept, and the
+// first that does not fit is deleted with every older one. A turn that
+// alone does not fit is not kept either, so the session is left with no
+// message (and its last turn stamped): what a next turn is sent then starts
+// afresh rather than with a hole. Sequence numbers are never reused.
 func (s *Store) AppendTurn(ctx context.Context, session string, user, assistant Message) error {
 	if session == "" {
 		return ErrEmptySession
@@ -151,7 +162,7 @@ func (s *Store) AppendTurn(ctx context.Context, session string, user, assistant 
 	}
 	var values [2][]byte
 	for i, m := range []Message{user, assistant} {
-		v, err := json.Marshal(m)
+		v, err := encodeMessage(m)
 		if err != nil {
 			return fmt.Errorf("store: session %q message: %w", session, err)
 		}
@@ -182,8 +193,62 @@ func (s *Store) AppendTurn(ctx context.Context, session string, user, assistant 
 				return fmt.Errorf("store: session %q message: %w", session, err)
 			}
 		}
+		if err := trim(b, s.sessionMax); err != nil {
+			return fmt.Errorf("store: session %q trim: %w", session, err)
+		}
 		return nil
 	})
+}
+
+// encodeMessage is m as AppendTurn stores it: JSON, with <, > and & as they
+// are (json.Marshal would make each six bytes), so that a message's stored
+// size is about its content's for the session budget.
+func encodeMessage(m Message) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// trim deletes the oldest messages of b, a session's, so that what is left
+// takes at most budget bytes as stored, in whole turns: it walks back from
+// the newest, a turn (two messages) at a time, and the first turn that
+// would take the total past budget goes with everything older. Only the
+// kept messages are read: the walk stops at the first that does not fit.
+func trim(b *bolt.Bucket, budget int) error {
+	c := b.Cursor()
+	total := 0
+	var cut []byte // the newest key that goes, with every older one
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		newer, size := k, len(v) // a turn's assistant message
+		if k, v = c.Prev(); k != nil {
+			size += len(v) // ... and its user message
+		}
+		if total+size > budget {
+			cut = newer
+			break
+		}
+		total += size
+		if k == nil {
+			break
+		}
+	}
+	if cut == nil {
+		return nil
+	}
+	var doomed [][]byte
+	for k, _ := c.Seek(cut); k != nil; k, _ = c.Prev() {
+		doomed = append(doomed, bytes.Clone(k))
+	}
+	for _, k := range doomed {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // messages returns session's messages bucket, nil when the session has none.

@@ -40,6 +40,7 @@ type Store struct {
 	db         *bolt.DB
 	now        func() time.Time
 	pendingTTL time.Duration
+	sessionMax int // Options.SessionHistoryBytes
 
 	pruning PruneLoop // the background pruning StartPruning runs
 
@@ -57,6 +58,10 @@ type Options struct {
 	// older one reads as absent and is deleted by Prune. 0 (the default):
 	// they never expire.
 	PendingTTL time.Duration
+	// SessionHistoryBytes is the most a session's messages take as stored
+	// (their JSON): AppendTurn deletes the oldest turns beyond it (see
+	// History). 0 (the default): DefaultSessionHistoryBytes.
+	SessionHistoryBytes int
 
 	// noSync skips fsync on commit, for tests that write thousands of
 	// transactions and do not test durability.
@@ -79,6 +84,9 @@ func Open(path string) (*Store, error) { return Options{}.Open(path) }
 func (o Options) Open(path string) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.SessionHistoryBytes <= 0 {
+		o.SessionHistoryBytes = DefaultSessionHistoryBytes
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
@@ -120,7 +128,7 @@ func (o Options) Open(path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	return &Store{db: db, now: o.Now, pendingTTL: o.PendingTTL}, nil
+	return &Store{db: db, now: o.Now, pendingTTL: o.PendingTTL, sessionMax: o.SessionHistoryBytes}, nil
 }
 
 // Close stops the background pruning (waiting for a batch under way), then

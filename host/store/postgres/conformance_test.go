@@ -48,6 +48,6 @@ func TestConformance(t *testing.T) {
 // options are the suite's options o as the PostgreSQL store's.
 func options(o storetest.Options) postgres.Options {
 	return postgres.Options{
-		Now: o.Now, PendingTTL: o.PendingTTL, Lease: storetest.Lease,
+		Now: o.Now, PendingTTL: o.PendingTTL, SessionHistoryBytes: o.SessionHistoryBytes, Lease: storetest.Lease,
 	}
 }

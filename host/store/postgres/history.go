@@ -73,9 +73,14 @@ func (s *Store) history(ctx context.Context, query string, args ...any) ([]store
 }
 
 // AppendTurn appends one turn, user's message then assistant's reply, to
-// session's history in one statement: the turn is stored whole or not at
-// all, and concurrent turns of a session (on any replica) never interleave,
-// as the session's row is locked while its sequence numbers are taken. The
+// session's history, and trims the session to its budget
+// (Options.SessionHistoryBytes) as store.History says: of its turns, newest
+// first, those whose contents fit the budget together are kept, and the
+// first that does not fit goes with every older one (a turn that alone
+// does not fit too). Both statements are one batch, which PostgreSQL runs
+// as one transaction: the turn is stored whole and trimmed, or not at all.
+// Concurrent turns of a session (on any replica) never interleave, as the
+// session's row is locked while its sequence numbers are taken. The
 // session's last turn is stamped with the store's clock (Options.Now).
 func (s *Store) AppendTurn(ctx context.Context, session string, user, assistant store.Message) error {
 	if session == "" {
@@ -90,7 +95,8 @@ func (s *Store) AppendTurn(ctx context.Context, session string, user, assistant 
 		return err
 	}
 	defer cancel()
-	_, err = s.pool.Exec(ctx, `WITH s AS (
+	b := &pgx.Batch{}
+	b.Queue(`WITH s AS (
 			INSERT INTO wake_sessions (session, last_turn, next_seq) VALUES ($1, $2, 2)
 			ON CONFLICT (session) DO UPDATE SET last_turn = EXCLUDED.last_turn, next_seq = wake_sessions.next_seq + 2
 			RETURNING next_seq
@@ -99,5 +105,14 @@ func (s *Store) AppendTurn(ctx context.Context, session string, user, assistant 
 		SELECT $1, s.next_seq - 1, $3, $4::bytea FROM s
 		UNION ALL SELECT $1, s.next_seq, $5, $6::bytea FROM s`,
 		session, store.UTC(s.now()), user.Role, []byte(user.Content), assistant.Role, []byte(assistant.Content))
+	// A turn's user message has an odd sequence number and its reply the
+	// next, even one: the newest message past the budget, rounded up to
+	// its turn's reply, goes with every older one.
+	b.Queue(`DELETE FROM wake_messages WHERE session = $1 AND seq <= (
+			SELECT max(seq + seq % 2) FROM (
+				SELECT seq, sum(octet_length(content)) OVER (ORDER BY seq DESC ROWS UNBOUNDED PRECEDING) AS newer
+				FROM wake_messages WHERE session = $1
+			) AS m WHERE newer > $2)`, session, s.sessionMax)
+	err = s.pool.SendBatch(ctx, b).Close()
 	return s.closedOr(dbErr("store a turn", err))
 }

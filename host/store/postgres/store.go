@@ -30,6 +30,10 @@ type Options struct {
 	// Now is the clock the store stamps turns with and expires pending
 	// wakes by; default time.Now. Leases run on the database's clock.
 	Now func() time.Time
+	// SessionHistoryBytes is the most a session's messages take as stored
+	// (their contents): AppendTurn deletes the oldest turns beyond it, as
+	// store.Options.SessionHistoryBytes. 0: store.DefaultSessionHistoryBytes.
+	SessionHistoryBytes int
 	// PendingTTL is how long a pending wake lives after its CreatedAt; 0:
 	// forever. As store.Options.PendingTTL.
 	PendingTTL time.Duration
@@ -56,6 +60,7 @@ type Store struct {
 	pool       *pgxpool.Pool
 	now        func() time.Time
 	pendingTTL time.Duration
+	sessionMax int // Options.SessionHistoryBytes
 	opTimeout  time.Duration
 	lease      time.Duration
 	schema     string // the schema its tables are in (current_schema at Open)
@@ -101,6 +106,9 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
 	}
+	if o.SessionHistoryBytes <= 0 {
+		o.SessionHistoryBytes = store.DefaultSessionHistoryBytes
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -124,7 +132,8 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("store: PostgreSQL in %s: %s", o.DSNEnv, class(err))
 	}
 	s := &Store{
-		pool: pool, now: o.Now, pendingTTL: o.PendingTTL, opTimeout: o.OpTimeout, lease: o.Lease,
+		pool: pool, now: o.Now, pendingTTL: o.PendingTTL, sessionMax: o.SessionHistoryBytes,
+		opTimeout: o.OpTimeout, lease: o.Lease,
 		holder: newHolder(), log: o.Logger,
 	}
 	s.leases.held = make(map[string]time.Time)

@@ -29,6 +29,9 @@ type Options struct {
 	Now func() time.Time
 	// PendingTTL is store.Options.PendingTTL.
 	PendingTTL time.Duration
+	// SessionHistoryBytes is store.Options.SessionHistoryBytes: 0 is the
+	// backend's default.
+	SessionHistoryBytes int
 }
 
 // Suite opens the stores of one backend.
@@ -55,6 +58,7 @@ func Run(t *testing.T, s Suite) {
 	t.Run("WakeLog", func(t *testing.T) { testWakeLog(t, s) })
 	t.Run("History", func(t *testing.T) { testHistory(t, s) })
 	t.Run("HistoryWithin", func(t *testing.T) { testHistoryWithin(t, s) })
+	t.Run("SessionBudget", func(t *testing.T) { testSessionBudget(t, s) })
 	t.Run("Pending", func(t *testing.T) { testPending(t, s) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, s) })
 	t.Run("Closed", func(t *testing.T) { testClosed(t, s) })
