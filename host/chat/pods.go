@@ -49,7 +49,8 @@ func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
 	rec, err := s.cfg.Wake.Record(r.Context(), name)
 	if err != nil {
 		s.cfg.Logger.Error("reading the pod record", "pod", name, "err", err)
-		jsonhttp.Error(w, http.StatusInternalServerError, "the pod's record could not be read")
+		// The store is down (docs/http-contract.md): a client polls again.
+		jsonhttp.Error(w, http.StatusServiceUnavailable, "the pod's record could not be read: the store is unavailable")
 		return
 	}
 	rep := podReport{Pod: name, Lookup: machines.LookupUnreadable, FromCache: true}
