@@ -127,6 +127,10 @@ type Coordinator struct {
 	watching map[watchKey]bool  // the live watches
 	closed   bool
 	wg       sync.WaitGroup // calls in, starts and watches
+
+	// storeFailures counts the failed store calls since one last worked,
+	// of those logged once per outage (outage.go); under mu.
+	storeFailures int
 }
 
 var _ resolve.Observer = (*Coordinator)(nil)
@@ -259,7 +263,12 @@ func (c *Coordinator) event(ctx context.Context, pod string, ev machines.Event) 
 		return
 	}
 	defer c.wg.Done()
-	if _, _, err := c.apply(ctx, pod, ev); err != nil {
+	switch _, _, err := c.apply(ctx, pod, ev); {
+	case err == nil:
+		c.storeAnswered(ctx)
+	case isStoreError(err):
+		c.storeFailed(ctx, pod, err.Error())
+	default:
 		c.log.LogAttrs(ctx, slog.LevelError, err.Error(), slog.String("pod", pod))
 	}
 }
@@ -477,7 +486,7 @@ func (c *Coordinator) update(ctx context.Context, pod string, ev machines.Event,
 	est, _ := c.wakeLog(ctx, pod)
 	rec, err := c.records.Record(ctx, pod)
 	if err != nil {
-		return machines.Decision{}, machines.Record{}, false, fmt.Errorf("wake: record of pod %s: %w", pod, err)
+		return machines.Decision{}, machines.Record{}, false, storeError{fmt.Errorf("wake: record of pod %s: %w", pod, err)}
 	}
 	if admit != nil && !admit(rec) {
 		return machines.Decision{}, rec, false, nil
@@ -528,7 +537,7 @@ func (c *Coordinator) change(ctx context.Context, pod string, ev machines.Event,
 	case decideErr != nil:
 		return machines.Decision{}, machines.Record{}, false, decideErr
 	case err != nil:
-		return machines.Decision{}, machines.Record{}, false, fmt.Errorf("wake: update record of pod %s: %w", pod, err)
+		return machines.Decision{}, machines.Record{}, false, storeError{fmt.Errorf("wake: update record of pod %s: %w", pod, err)}
 	case applied && !after.Equal(before):
 		if entry != nil {
 			c.readWakeLogLocked(ctx, pod)
@@ -538,10 +547,13 @@ func (c *Coordinator) change(ctx context.Context, pod string, ev machines.Event,
 	return d, after, applied, nil
 }
 
-// decide decides ev on rec, stamping ev.At: the new record, which
+// decide decides ev on rec, stamping ev.At unless the caller did (a
+// probe's answer is stamped when the watch saw it): the new record, which
 // update stores unless it is unchanged.
 func (c *Coordinator) decide(rec machines.Record, ev machines.Event) (machines.Decision, machines.Record, machines.Event, error) {
-	ev.At = c.now()
+	if ev.At.IsZero() {
+		ev.At = c.now()
+	}
 	d, next, err := c.pod.Decide(rec, ev)
 	if err != nil {
 		return machines.Decision{}, machines.Record{}, ev, fmt.Errorf("wake: decide %s for pod %s: %w", ev.Trigger, rec.Pod, err)

@@ -198,10 +198,11 @@ type memRecords struct {
 
 	updateMu sync.Mutex // UpdateRecord's
 
-	mu    sync.Mutex
-	recs  map[string]machines.Record
-	wakes map[string][]machines.Wake // by request time, oldest first
-	puts  int
+	mu     sync.Mutex
+	outage error // set: every read and write fails with it (setOutage)
+	recs   map[string]machines.Record
+	wakes  map[string][]machines.Wake // by request time, oldest first
+	puts   int
 }
 
 var (
@@ -217,9 +218,19 @@ func newMemRecords(recs ...machines.Record) *memRecords {
 	return m
 }
 
+// setOutage makes every read and write fail with err until a setOutage(nil).
+func (m *memRecords) setOutage(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.outage = err
+}
+
 func (m *memRecords) Record(_ context.Context, pod string) (machines.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.outage != nil {
+		return machines.Record{}, m.outage
+	}
 	if r, ok := m.recs[pod]; ok {
 		return r, nil
 	}
@@ -234,6 +245,9 @@ func (m *memRecords) PutRecord(_ context.Context, r machines.Record) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.outage != nil {
+		return m.outage
+	}
 	m.puts++
 	m.recs[r.Pod] = r
 	return nil
