@@ -142,6 +142,8 @@ func TestOpenErrors(t *testing.T) {
 		{"nobody listens", "postgres://wake:" + secret + "@" + down.Addr() + "/test", "WAKE_POSTGRES_DSN is unreachable: ECONNREFUSED"},
 		{"wrong password", strings.Replace(proxied, "wake:", "nosuchuser:", 1), "WAKE_POSTGRES_DSN is unreachable: SQLSTATE"},
 		{"no such database", strings.Replace(pgtest.ServerDSN(), "/test", "/no_such_db_"+secret, 1), "SQLSTATE 3D000 (no such database)"},
+		{"no such schema", pgtest.WithSearchPath(pgtest.ServerDSN(), "no_such_schema"),
+			`the schema search_path names does not exist (search_path: no_such_schema): create it`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := open(context.Background(), tc.dsn)
