@@ -50,6 +50,10 @@ type Options struct {
 	Scale    float64
 	Logger   *slog.Logger
 	Getenv   func(string) string // nil = os.Getenv
+	// LookupEnv tells a variable set to "" from one not set (nil:
+	// os.LookupEnv when Getenv is nil, else a variable is set when Getenv
+	// gives it a value). Only the store's dsn_env is looked up with it.
+	LookupEnv func(string) (string, bool)
 	// Clock overrides the clock (tests). With Simulate it is shared with
 	// the simulator.
 	Clock clock.Clock
@@ -95,8 +99,15 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.LookupEnv == nil && o.Getenv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
+	}
+	if o.LookupEnv == nil {
+		getenv := o.Getenv
+		o.LookupEnv = func(k string) (string, bool) { v := getenv(k); return v, v != "" }
 	}
 	cfg, err := config.Load(o.ConfigPath)
 	if err != nil {
@@ -129,7 +140,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		a.clock = clock.Real()
 	}
 
-	if a.store, err = a.openStore(ctx, dataDir, o.Getenv); err != nil {
+	if a.store, err = a.openStore(ctx, dataDir, o.LookupEnv); err != nil {
 		return nil, err
 	}
 	// The store prunes in the background until it is closed.
@@ -260,7 +271,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 // in dataDir, or the PostgreSQL database whose connection string is in the
 // variable [store] dsn_env names (never quoted in an error). A pending
 // wake lives as long as its wake's watch (wake_watch).
-func (a *App) openStore(ctx context.Context, dataDir string, getenv func(string) string) (store.Backend, error) {
+func (a *App) openStore(ctx context.Context, dataDir string, lookupEnv func(string) (string, bool)) (store.Backend, error) {
 	cfg := a.cfg
 	ttl := cfg.Timings.WakeWatch.Duration
 	if cfg.Store.Backend != config.BackendPostgres {
@@ -271,9 +282,12 @@ func (a *App) openStore(ctx context.Context, dataDir string, getenv func(string)
 		return s.Backend(), nil
 	}
 	env := cfg.Store.DSNEnv
-	dsn := getenv(env)
-	if dsn == "" {
+	dsn, set := lookupEnv(env)
+	switch {
+	case !set:
 		return store.Backend{}, fmt.Errorf("store.dsn_env: %s is not set: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
+	case dsn == "":
+		return store.Backend{}, fmt.Errorf("store.dsn_env: %s is empty: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
 	}
 	s, err := postgres.Open(ctx, dsn, postgres.Options{
 		Now: a.clock.Now, PendingTTL: ttl, SessionHistoryBytes: cfg.Store.SessionHistoryBytes,
