@@ -1,12 +1,13 @@
 // Package storetest is the conformance suite of store.Backend: the same
 // table of cases, run against every backend (the bbolt store's tests run it
-// on *store.Store, the PostgreSQL backend's on *postgres.Store), so that
-// the host behaves the same whichever keeps its state.
+// on (*store.Store).Backend(), the PostgreSQL backend's on
+// (*postgres.Store).Backend()), so that the host behaves the same whichever
+// keeps its state.
 //
 // A backend's test calls Run with a Suite that opens a fresh, empty store
 // per case; a backend that several replicas share also gives Peer, and the
-// cases about replicas run too. The suite only uses the store.Backend
-// interfaces and what a backend adds for replicas (store.Shared); what is a
+// cases about replicas run too. The suite only uses the capabilities in
+// store.Backend (the Turns cases run when Turns is not nil); what is a
 // backend's own (bbolt's file checks, PostgreSQL's schema versions) is
 // tested in its package.
 //
