@@ -125,7 +125,7 @@ func (a *Agent) Process(ctx context.Context, session, message string) (Result, e
 	if len(a.cfg.Chain) == 0 {
 		return Result{}, errors.New("agent: no providers")
 	}
-	msgs, err := a.messages(session, message)
+	msgs, err := a.messages(ctx, session, message)
 	if err != nil {
 		return Result{}, err
 	}
@@ -150,7 +150,7 @@ func (a *Agent) ProcessOn(ctx context.Context, session, message, provider string
 	if !ok {
 		return Result{}, fmt.Errorf("agent: provider %s: %w", provider, ErrNoProvider)
 	}
-	msgs, err := a.messages(session, message)
+	msgs, err := a.messages(ctx, session, message)
 	if err != nil {
 		return Result{}, err
 	}
@@ -177,14 +177,14 @@ func (a *Agent) MaxMessageBytes() int {
 // messages builds a completion request: the system prompt, the session's
 // history as fitHistory trims it, and message. The request never weighs
 // more than RequestBytes at the plugin boundary.
-func (a *Agent) messages(session, message string) ([]pluginapi.Message, error) {
+func (a *Agent) messages(ctx context.Context, session, message string) ([]pluginapi.Message, error) {
 	if len(message) > a.MaxMessageBytes() {
 		return nil, fmt.Errorf("agent: %w: %d bytes, at most %d", ErrTooLarge, len(message), a.MaxMessageBytes())
 	}
 	var hist []store.Message
 	if a.cfg.HistoryMessages > 0 && a.cfg.HistoryBytes > 0 {
 		room := a.MaxMessageBytes() - len(message)
-		h, err := a.history(session, min(a.cfg.HistoryBytes, room))
+		h, err := a.history(ctx, session, min(a.cfg.HistoryBytes, room))
 		if err != nil {
 			return nil, fmt.Errorf("agent: history: %w", err)
 		}
@@ -211,11 +211,11 @@ type BoundedHistory = store.BoundedHistory
 // content when the History can (BoundedHistory). fitHistory trims either
 // to the same messages: it stops at the first message past HistoryBytes,
 // or past room, which also counts framing, and maxBytes is the smaller.
-func (a *Agent) history(session string, maxBytes int) ([]store.Message, error) {
+func (a *Agent) history(ctx context.Context, session string, maxBytes int) ([]store.Message, error) {
 	if h, ok := a.cfg.History.(BoundedHistory); ok {
-		return h.HistoryWithin(session, a.cfg.HistoryMessages, maxBytes)
+		return h.HistoryWithin(ctx, session, a.cfg.HistoryMessages, maxBytes)
 	}
-	return a.cfg.History.History(session, a.cfg.HistoryMessages)
+	return a.cfg.History.History(ctx, session, a.cfg.HistoryMessages)
 }
 
 // fitHistory returns the newest messages of hist whose content totals at
@@ -245,8 +245,8 @@ func fitHistory(hist []store.Message, budget, room int) []store.Message {
 // Remember stores an answered turn: the user's message and the model's
 // reply, whole or not at all. The caller keeps the session's slot until it
 // returns, so the next turn sees it.
-func (a *Agent) Remember(session, message string, r Result) error {
-	err := a.cfg.History.AppendTurn(session,
+func (a *Agent) Remember(ctx context.Context, session, message string, r Result) error {
+	err := a.cfg.History.AppendTurn(ctx, session,
 		store.Message{Role: "user", Content: message},
 		store.Message{Role: "assistant", Content: r.Reply})
 	if err != nil {

@@ -30,9 +30,7 @@ import (
 // the decoder gives them; loading stops there) or, past them, one per
 // plugin, template or variable, naming the key.
 func Check(o Options) (string, []error) {
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
+	o.environment()
 	cfg, err := config.Load(o.ConfigPath)
 	if err != nil {
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -89,7 +87,7 @@ func Check(o Options) (string, []error) {
 	// The store.
 	store := cfg.Store.Backend
 	if store == config.BackendPostgres {
-		if _, err := postgresDSN(cfg, o.Getenv); err != nil {
+		if _, err := postgresDSN(cfg, o.LookupEnv); err != nil {
 			problems = append(problems, err)
 		}
 	} else {
@@ -116,11 +114,14 @@ func count(n int, noun string) string {
 
 // postgresDSN is the PostgreSQL connection string from the variable
 // [store] dsn_env names; its error names the variable, never a value.
-func postgresDSN(cfg config.Config, getenv func(string) string) (string, error) {
+func postgresDSN(cfg config.Config, lookupEnv func(string) (string, bool)) (string, error) {
 	env := cfg.Store.DSNEnv
-	dsn := getenv(env)
-	if dsn == "" {
+	dsn, set := lookupEnv(env)
+	switch {
+	case !set:
 		return "", fmt.Errorf("store.dsn_env: %s is not set: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
+	case dsn == "":
+		return "", fmt.Errorf("store.dsn_env: %s is empty: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
 	}
 	return dsn, nil
 }

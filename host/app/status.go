@@ -19,7 +19,7 @@ func (a *App) statusPage(pod *machines.Pod) http.Handler {
 		plugins = append(plugins, status.Plugin{For: "provider " + p.Name, Health: a.provs[i]})
 	}
 	return status.New(status.Config{
-		Names: a.configuredPods(), Pods: a.hub, Policy: pod, Estimate: a.coord.Estimate, Wakes: a.store,
+		Names: a.configuredPods(), Pods: a.hub, Policy: pod, Estimate: a.coord.Estimate, Wakes: a.store.WakeLog,
 		Plugins: plugins, Clock: a.clock, Logger: a.log,
 	}).Handler()
 }

@@ -81,11 +81,11 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			// connection's next request meanwhile (it reads none until the
 			// handler returns), and the slot, and the session's turn on a
 			// shared store, are held until it is stored.
-			go s.store(req.SessionID, remember, func() { count(result) })
+			go s.store(context.WithoutCancel(r.Context()), req.SessionID, remember, func() { count(result) })
 			return
 		}
 		count(result)
-		s.endTurn(req.SessionID, turnTaken)
+		s.endTurn(context.WithoutCancel(r.Context()), req.SessionID, turnTaken)
 	}()
 	if refused, mayRun := s.takeTurn(w, r.Context(), req.SessionID); !mayRun {
 		result = refused
@@ -149,7 +149,7 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req request,
 	case err != nil:
 		return s.failed(w, ctx, req.SessionID, err)
 	case out.Answered:
-		return s.answered(w, req, out.Answer)
+		return s.answered(w, ctx, req, out.Answer)
 	}
 	rep := reply{Reply: out.Said.Decision.Text, SessionID: req.SessionID}
 	if p := out.Said.Pending; p != nil {
@@ -181,11 +181,12 @@ func (s *Server) failed(w http.ResponseWriter, ctx context.Context, session stri
 //
 // The store is left to the handler's end (see store): answered marks the
 // slot finishing with what remains to do.
-func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) string {
+func (s *Server) answered(w http.ResponseWriter, ctx context.Context, req request, res agent.Result) string {
+	ctx = context.WithoutCancel(ctx) // the turn is stored after its handler returned
 	// Finishing before the reply leaves: a client may send its next turn
 	// the moment it reads the reply, and that turn must wait, not get a 409.
-	s.slots.finish(req.SessionID, func() error { return s.cfg.Agent.Remember(req.SessionID, req.Message, res) })
-	s.finishTurn(req.SessionID)
+	s.slots.finish(req.SessionID, func() error { return s.cfg.Agent.Remember(ctx, req.SessionID, req.Message, res) })
+	s.finishTurn(ctx, req.SessionID)
 	jsonhttp.Write(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
 	http.NewResponseController(w).Flush() // the reply leaves now, not when the handler returns
 	return metrics.ResultAnswered
@@ -195,8 +196,8 @@ func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) 
 // turn, counts it, then releases the session's slot. A store that fails or
 // panics is logged and never takes the host down; the slot is released
 // whatever happens.
-func (s *Server) store(session string, remember func() error, count func()) {
-	defer s.endTurn(session, true) // an answered turn had taken it
+func (s *Server) store(ctx context.Context, session string, remember func() error, count func()) {
+	defer s.endTurn(ctx, session, true) // an answered turn had taken it
 	defer count()
 	defer func() {
 		if p := recover(); p != nil {
@@ -253,11 +254,11 @@ func (s *Server) takeTurn(w http.ResponseWriter, ctx context.Context, session st
 
 // finishTurn marks session's turn replied to on the shared store, so that
 // its next turn on another host waits for it to be stored instead of a 409.
-func (s *Server) finishTurn(session string) {
+func (s *Server) finishTurn(ctx context.Context, session string) {
 	if s.cfg.Turns == nil {
 		return
 	}
-	if err := s.cfg.Turns.FinishTurn(session); err != nil {
+	if err := s.cfg.Turns.FinishTurn(ctx, session); err != nil {
 		s.cfg.Logger.Warn(lineTurnHold, "session", session, "err", logErr{err})
 	}
 }
@@ -265,9 +266,9 @@ func (s *Server) finishTurn(session string) {
 // endTurn ends session's turn: frees it on the shared store when it was
 // taken there (takeTurn), then releases the process's slot, which lets the
 // session's next turn in.
-func (s *Server) endTurn(session string, taken bool) {
+func (s *Server) endTurn(ctx context.Context, session string, taken bool) {
 	if taken && s.cfg.Turns != nil {
-		if err := s.cfg.Turns.ReleaseTurn(session); err != nil {
+		if err := s.cfg.Turns.ReleaseTurn(ctx, session); err != nil {
 			s.cfg.Logger.Warn(lineTurnHold, "session", session, "err", logErr{err})
 		}
 	}

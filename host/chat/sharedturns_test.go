@@ -37,14 +37,14 @@ func (f *fakeTurns) TakeTurn(_ context.Context, session string) (bool, error) {
 	return !f.busy[session], nil
 }
 
-func (f *fakeTurns) FinishTurn(session string) error {
+func (f *fakeTurns) FinishTurn(_ context.Context, session string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "finish "+session)
 	return nil
 }
 
-func (f *fakeTurns) ReleaseTurn(session string) error {
+func (f *fakeTurns) ReleaseTurn(_ context.Context, session string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "release "+session)

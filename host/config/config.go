@@ -107,7 +107,11 @@ type Store struct {
 	Lease              Duration `toml:"lease"`                // postgres: how long a replica's hold on a wake's watch or a session's turn outlives its last renewal; default 10s
 	HistoryMaxAge      Duration `toml:"history_max_age"`      // sessions whose last turn is older are pruned; 0 keeps any age; default 720h (30 days)
 	HistoryMaxSessions int      `toml:"history_max_sessions"` // only the newest this many sessions are kept; 0 keeps any number; default 10000
-	PruneInterval      Duration `toml:"prune_interval"`       // how often pruning runs; default 10m
+	// SessionHistoryBytes bounds what one session keeps: the newest turns
+	// whose messages take at most this many bytes as stored; at least
+	// [agent] history_bytes; default 1048576 (1 MiB, 4 x history_bytes).
+	SessionHistoryBytes int      `toml:"session_history_bytes"`
+	PruneInterval       Duration `toml:"prune_interval"` // how often pruning runs; default 10m
 }
 
 // The store backends.
@@ -186,6 +190,8 @@ func DefaultConfig() Config {
 			HistoryMaxAge:      Duration{30 * 24 * time.Hour},
 			HistoryMaxSessions: 10000,
 			PruneInterval:      Duration{10 * time.Minute},
+			// Four times HistoryBytes: what a turn is sent, with room.
+			SessionHistoryBytes: 1 << 20,
 		},
 		OpenAI:  DefaultOpenAI(),
 		Replies: machines.DefaultReplies(),

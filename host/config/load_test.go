@@ -80,6 +80,7 @@ lease = "3s"
 history_max_age = "48h"
 history_max_sessions = 50
 prune_interval = "1m"
+session_history_bytes = 4000
 
 [openai]
 cold_start = "hold"
@@ -178,12 +179,13 @@ func TestParse(t *testing.T) {
 						HistoryBytes:    1000,
 					},
 					Store: Store{
-						Backend:            BackendPostgres,
-						DSNEnv:             "WAKE_DB",
-						Lease:              Duration{3 * time.Second},
-						HistoryMaxAge:      Duration{48 * time.Hour},
-						HistoryMaxSessions: 50,
-						PruneInterval:      Duration{time.Minute},
+						Backend:             BackendPostgres,
+						DSNEnv:              "WAKE_DB",
+						Lease:               Duration{3 * time.Second},
+						HistoryMaxAge:       Duration{48 * time.Hour},
+						HistoryMaxSessions:  50,
+						PruneInterval:       Duration{time.Minute},
+						SessionHistoryBytes: 4000,
 					},
 					OpenAI: OpenAI{
 						ColdStart:   "hold",

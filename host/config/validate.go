@@ -215,6 +215,10 @@ func (c Config) validate() []*Error {
 		add(problem("store.history_max_sessions", "must not be negative (0 keeps any number of sessions)"))
 	}
 	positive("store.prune_interval", c.Store.PruneInterval)
+	if c.Store.SessionHistoryBytes < c.Agent.HistoryBytes || c.Store.SessionHistoryBytes <= 0 {
+		add(problem("store.session_history_bytes", "%d: must be positive and at least agent.history_bytes (%d): a session must keep what a turn is sent",
+			c.Store.SessionHistoryBytes, c.Agent.HistoryBytes))
+	}
 
 	// [openai]
 	errs = append(errs, c.validateOpenAI()...)

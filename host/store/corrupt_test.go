@@ -38,23 +38,23 @@ func makeGoodStore(t *testing.T) goodStore {
 	for i := range 60 {
 		session := fmt.Sprintf("session-%02d", i)
 		for j := range 3 {
-			if err := s.AppendTurn(session, Message{RoleUser, fmt.Sprintf("question %d", j)},
+			if err := s.AppendTurn(t.Context(), session, Message{RoleUser, fmt.Sprintf("question %d", j)},
 				Message{RoleAssistant, strings.Repeat("answer ", 20)}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if i%3 == 0 {
-			if err := s.PutPending(session, testPending("k-"+session)); err != nil {
+			if err := s.PutPending(t.Context(), session, testPending("k-"+session)); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := s.AppendTurn("long", Message{RoleUser, "tell me everything"},
+	if err := s.AppendTurn(t.Context(), "long", Message{RoleUser, "tell me everything"},
 		Message{RoleAssistant, strings.Repeat("a long answer ", 2000)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, pod := range []string{"qwen", "llama"} {
-		if err := s.PutRecord(fullRecord(pod, time.Date(2026, 9, 9, 12, 26, 25, 0, time.UTC))); err != nil {
+		if err := s.PutRecord(t.Context(), fullRecord(pod, time.Date(2026, 9, 9, 12, 26, 25, 0, time.UTC))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -258,11 +258,11 @@ func TestOpenAcceptsHarmlessDamage(t *testing.T) {
 				t.Fatalf("Open: %v", err)
 			}
 			defer s.Close()
-			msgs, err := s.History("session-59", 100)
+			msgs, err := s.History(t.Context(), "session-59", 100)
 			if err != nil || len(msgs) == 0 {
 				t.Errorf("History after opening: %d messages, %v", len(msgs), err)
 			}
-			if r, err := s.Record("qwen"); err != nil || r.Pod != "qwen" || r == machines.NewRecord("qwen") {
+			if r, err := s.Record(t.Context(), "qwen"); err != nil || r.Pod != "qwen" || r == machines.NewRecord("qwen") {
 				t.Errorf("Record after opening: %+v, %v", r, err)
 			}
 		})
@@ -292,11 +292,11 @@ func TestOpenNeverCrashes(t *testing.T) {
 			continue
 		}
 		for i := range 60 {
-			if _, err := s.History(fmt.Sprintf("session-%02d", i), 100); err != nil {
+			if _, err := s.History(t.Context(), fmt.Sprintf("session-%02d", i), 100); err != nil {
 				t.Errorf("seed %d, %d bytes at %d: History: %v", seed, n, off, err)
 			}
 		}
-		if _, err := s.Records(); err != nil {
+		if _, err := s.Records(t.Context()); err != nil {
 			t.Errorf("seed %d, %d bytes at %d: Records: %v", seed, n, off, err)
 		}
 		s.Close()

@@ -33,7 +33,7 @@ type Records = store.Records
 // they log.
 type WakeLog interface {
 	// Wakes returns pod's wake log, oldest first.
-	Wakes(pod string) ([]machines.Wake, error)
+	Wakes(ctx context.Context, pod string) ([]machines.Wake, error)
 }
 
 // Config configures a Coordinator. Pod, Records, GPU, WatchPoll and
@@ -127,6 +127,10 @@ type Coordinator struct {
 	watching map[watchKey]bool  // the live watches
 	closed   bool
 	wg       sync.WaitGroup // calls in, starts and watches
+
+	// storeFailures counts the failed store calls since one last worked,
+	// of those logged once per outage (outage.go); under mu.
+	storeFailures int
 }
 
 var _ resolve.Observer = (*Coordinator)(nil)
@@ -219,7 +223,7 @@ func (c *Coordinator) NotReady(ctx context.Context, pod, status, lookup string, 
 	case modelLoading:
 		ev.Trigger = machines.ModelLoading
 	}
-	d, next, err := c.apply(pod, ev)
+	d, next, err := c.apply(ctx, pod, ev)
 	if err != nil {
 		return machines.Decision{}, err
 	}
@@ -259,7 +263,12 @@ func (c *Coordinator) event(ctx context.Context, pod string, ev machines.Event) 
 		return
 	}
 	defer c.wg.Done()
-	if _, _, err := c.apply(pod, ev); err != nil {
+	switch _, _, err := c.apply(ctx, pod, ev); {
+	case err == nil:
+		c.storeAnswered(ctx)
+	case isStoreError(err):
+		c.storeFailed(ctx, pod, err.Error())
+	default:
 		c.log.LogAttrs(ctx, slog.LevelError, err.Error(), slog.String("pod", pod))
 	}
 }
@@ -289,14 +298,14 @@ func (c *Coordinator) Estimate(pod string) machines.Estimate {
 	// is free to take.
 	unlock := c.lockPod(pod)
 	defer unlock()
-	est, _ := c.wakeLogLocked(pod)
+	est, _ := c.wakeLogLocked(c.stopping, pod)
 	return est
 }
 
 // wakeLog is wakeLogLocked for a caller that does not hold the pod's lock:
 // the log as last read, or, when it has not been read (or the last read
 // failed), read now under the pod's lock.
-func (c *Coordinator) wakeLog(pod string) (machines.Estimate, []machines.Wake) {
+func (c *Coordinator) wakeLog(ctx context.Context, pod string) (machines.Estimate, []machines.Wake) {
 	c.mu.Lock()
 	if l := c.logs[pod]; l != nil && l.tried && (l.loaded || c.wakes == nil) {
 		defer c.mu.Unlock()
@@ -305,7 +314,7 @@ func (c *Coordinator) wakeLog(pod string) (machines.Estimate, []machines.Wake) {
 	c.mu.Unlock()
 	unlock := c.lockPod(pod)
 	defer unlock()
-	return c.wakeLogLocked(pod)
+	return c.wakeLogLocked(ctx, pod)
 }
 
 // heldWakeLog is pod's estimate and wake log as the Coordinator holds
@@ -323,7 +332,7 @@ func (c *Coordinator) heldWakeLog(pod string) (machines.Estimate, []machines.Wak
 // the store when it has not been read (or the last read failed). The
 // caller holds the pod's lock. A failed read is logged and keeps the last
 // estimate (expected_wake when there is none); the next event reads again.
-func (c *Coordinator) wakeLogLocked(pod string) (machines.Estimate, []machines.Wake) {
+func (c *Coordinator) wakeLogLocked(ctx context.Context, pod string) (machines.Estimate, []machines.Wake) {
 	c.mu.Lock()
 	l, ok := c.logs[pod]
 	if !ok {
@@ -338,7 +347,7 @@ func (c *Coordinator) wakeLogLocked(pod string) (machines.Estimate, []machines.W
 		return l.estimate, l.wakes
 	}
 	c.mu.Unlock()
-	c.readWakeLogLocked(pod)
+	c.readWakeLogLocked(ctx, pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return l.estimate, l.wakes
@@ -346,8 +355,8 @@ func (c *Coordinator) wakeLogLocked(pod string) (machines.Estimate, []machines.W
 
 // readWakeLogLocked reads pod's wake log from the store into its podLog,
 // under the pod's lock.
-func (c *Coordinator) readWakeLogLocked(pod string) {
-	ws, err := c.wakes.Wakes(pod)
+func (c *Coordinator) readWakeLogLocked(ctx context.Context, pod string) {
+	ws, err := c.wakes.Wakes(ctx, pod)
 	c.mu.Lock()
 	l := c.logs[pod]
 	l.tried = true
@@ -392,9 +401,9 @@ func (c *Coordinator) Elsewhere(pod string, seen func(machines.Record)) error {
 			c.logs[pod] = &podLog{}
 		}
 		c.mu.Unlock()
-		c.readWakeLogLocked(pod)
+		c.readWakeLogLocked(c.stopping, pod)
 	}
-	rec, err := c.records.Record(pod)
+	rec, err := c.records.Record(c.stopping, pod)
 	if err != nil {
 		return fmt.Errorf("wake: record of pod %s: %w", pod, err)
 	}
@@ -403,8 +412,8 @@ func (c *Coordinator) Elsewhere(pod string, seen func(machines.Record)) error {
 }
 
 // Record returns the pod's current record.
-func (c *Coordinator) Record(pod string) (machines.Record, error) {
-	r, err := c.records.Record(pod)
+func (c *Coordinator) Record(ctx context.Context, pod string) (machines.Record, error) {
+	r, err := c.records.Record(ctx, pod)
 	if err != nil {
 		return machines.Record{}, fmt.Errorf("wake: record of pod %s: %w", pod, err)
 	}
@@ -455,8 +464,8 @@ func (c *Coordinator) now() time.Time { return c.clock.Now().Round(0) }
 
 // apply runs ev for pod (update): read the record, stamp ev.At, decide,
 // and persist a change under the pod's lock.
-func (c *Coordinator) apply(pod string, ev machines.Event) (machines.Decision, machines.Record, error) {
-	d, next, _, err := c.update(pod, ev, nil)
+func (c *Coordinator) apply(ctx context.Context, pod string, ev machines.Event) (machines.Decision, machines.Record, error) {
+	d, next, _, err := c.update(ctx, pod, ev, nil)
 	return d, next, err
 }
 
@@ -473,11 +482,11 @@ func (c *Coordinator) apply(pod string, ev machines.Event) (machines.Decision, m
 // trip). An event that changes the record is decided again on the record
 // as it is under the pod's lock, in this process (lockPod) and across
 // every host sharing the store (Records.UpdateRecord): change.
-func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
-	est, _ := c.wakeLog(pod)
-	rec, err := c.records.Record(pod)
+func (c *Coordinator) update(ctx context.Context, pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
+	est, _ := c.wakeLog(ctx, pod)
+	rec, err := c.records.Record(ctx, pod)
 	if err != nil {
-		return machines.Decision{}, machines.Record{}, false, fmt.Errorf("wake: record of pod %s: %w", pod, err)
+		return machines.Decision{}, machines.Record{}, false, storeError{fmt.Errorf("wake: record of pod %s: %w", pod, err)}
 	}
 	if admit != nil && !admit(rec) {
 		return machines.Decision{}, rec, false, nil
@@ -491,7 +500,7 @@ func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.
 	case next.Equal(rec):
 		return d, next, true, nil
 	}
-	return c.change(pod, ev, admit)
+	return c.change(ctx, pod, ev, admit)
 }
 
 // change is update for an event that changed the record on a plain read:
@@ -500,7 +509,7 @@ func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.
 // Changed, the wake-ready line) happens after the write, still under the
 // in-process lock, so one pod's Changed calls come in the order of its
 // changes.
-func (c *Coordinator) change(pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
+func (c *Coordinator) change(ctx context.Context, pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
 	unlock := c.lockPod(pod)
 	defer unlock()
 	// update read the log (or tried to) for this event; an entry written
@@ -510,7 +519,7 @@ func (c *Coordinator) change(pod string, ev machines.Event, admit func(machines.
 	ev.Estimate, logged = c.heldWakeLog(pod)
 	var decideErr error
 	var entry *machines.Wake
-	before, after, err := c.records.UpdateRecord(pod, func(rec machines.Record) (machines.Record, *machines.Wake, error) {
+	before, after, err := c.records.UpdateRecord(ctx, pod, func(rec machines.Record) (machines.Record, *machines.Wake, error) {
 		if applied = admit == nil || admit(rec); !applied {
 			return rec, nil, nil
 		}
@@ -528,20 +537,23 @@ func (c *Coordinator) change(pod string, ev machines.Event, admit func(machines.
 	case decideErr != nil:
 		return machines.Decision{}, machines.Record{}, false, decideErr
 	case err != nil:
-		return machines.Decision{}, machines.Record{}, false, fmt.Errorf("wake: update record of pod %s: %w", pod, err)
+		return machines.Decision{}, machines.Record{}, false, storeError{fmt.Errorf("wake: update record of pod %s: %w", pod, err)}
 	case applied && !after.Equal(before):
 		if entry != nil {
-			c.readWakeLogLocked(pod)
+			c.readWakeLogLocked(ctx, pod)
 		}
 		c.storedLocked(before, after, d, ev, entry)
 	}
 	return d, after, applied, nil
 }
 
-// decide decides ev on rec, stamping ev.At: the new record, which
+// decide decides ev on rec, stamping ev.At unless the caller did (a
+// probe's answer is stamped when the watch saw it): the new record, which
 // update stores unless it is unchanged.
 func (c *Coordinator) decide(rec machines.Record, ev machines.Event) (machines.Decision, machines.Record, machines.Event, error) {
-	ev.At = c.now()
+	if ev.At.IsZero() {
+		ev.At = c.now()
+	}
 	d, next, err := c.pod.Decide(rec, ev)
 	if err != nil {
 		return machines.Decision{}, machines.Record{}, ev, fmt.Errorf("wake: decide %s for pod %s: %w", ev.Trigger, rec.Pod, err)
@@ -569,8 +581,8 @@ func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decisio
 // feed runs an outcome event of the wake requested at wake. When the record
 // is on another wake (superseded) it writes nothing and returns false; the
 // machine would drop the event too, and the caller stops.
-func (c *Coordinator) feed(pod string, wake time.Time, ev machines.Event) (bool, error) {
+func (c *Coordinator) feed(ctx context.Context, pod string, wake time.Time, ev machines.Event) (bool, error) {
 	ev.Wake = wake
-	_, _, applied, err := c.update(pod, ev, func(rec machines.Record) bool { return rec.WakeRequestedAt.Equal(wake) })
+	_, _, applied, err := c.update(ctx, pod, ev, func(rec machines.Record) bool { return rec.WakeRequestedAt.Equal(wake) })
 	return applied, err
 }

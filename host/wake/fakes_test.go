@@ -198,10 +198,11 @@ type memRecords struct {
 
 	updateMu sync.Mutex // UpdateRecord's
 
-	mu    sync.Mutex
-	recs  map[string]machines.Record
-	wakes map[string][]machines.Wake // by request time, oldest first
-	puts  int
+	mu     sync.Mutex
+	outage error // set: every read and write fails with it (setOutage)
+	recs   map[string]machines.Record
+	wakes  map[string][]machines.Wake // by request time, oldest first
+	puts   int
 }
 
 var (
@@ -217,16 +218,26 @@ func newMemRecords(recs ...machines.Record) *memRecords {
 	return m
 }
 
-func (m *memRecords) Record(pod string) (machines.Record, error) {
+// setOutage makes every read and write fail with err until a setOutage(nil).
+func (m *memRecords) setOutage(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.outage = err
+}
+
+func (m *memRecords) Record(_ context.Context, pod string) (machines.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.outage != nil {
+		return machines.Record{}, m.outage
+	}
 	if r, ok := m.recs[pod]; ok {
 		return r, nil
 	}
 	return machines.NewRecord(pod), nil
 }
 
-func (m *memRecords) PutRecord(r machines.Record) error {
+func (m *memRecords) PutRecord(_ context.Context, r machines.Record) error {
 	if m.putErr != nil {
 		if err := m.putErr(r); err != nil {
 			return err
@@ -234,13 +245,16 @@ func (m *memRecords) PutRecord(r machines.Record) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.outage != nil {
+		return m.outage
+	}
 	m.puts++
 	m.recs[r.Pod] = r
 	return nil
 }
 
-func (m *memRecords) PutRecordWake(r machines.Record, w machines.Wake) error {
-	if err := m.PutRecord(r); err != nil {
+func (m *memRecords) PutRecordWake(ctx context.Context, r machines.Record, w machines.Wake) error {
+	if err := m.PutRecord(ctx, r); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -257,7 +271,7 @@ func (m *memRecords) PutRecordWake(r machines.Record, w machines.Wake) error {
 	return nil
 }
 
-func (m *memRecords) Wakes(pod string) ([]machines.Wake, error) {
+func (m *memRecords) Wakes(_ context.Context, pod string) ([]machines.Wake, error) {
 	if m.wakesErr != nil {
 		if err := m.wakesErr(); err != nil {
 			return nil, err
@@ -275,7 +289,7 @@ func (m *memRecords) logged(pod string) []machines.Wake {
 	return slices.Clone(m.wakes[pod])
 }
 
-func (m *memRecords) Records() ([]machines.Record, error) {
+func (m *memRecords) Records(context.Context) ([]machines.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []machines.Record
@@ -288,13 +302,13 @@ func (m *memRecords) Records() ([]machines.Record, error) {
 // UpdateRecord is a read, fn and, when fn changed the record, a PutRecord
 // (PutRecordWake with fn's entry), under one lock: the fake's own, which
 // serialises every update.
-func (m *memRecords) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
+func (m *memRecords) UpdateRecord(ctx context.Context, pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
 	if m.updating != nil {
 		m.updating()
 	}
 	m.updateMu.Lock()
 	defer m.updateMu.Unlock()
-	rec, err := m.Record(pod)
+	rec, err := m.Record(ctx, pod)
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err
 	}
@@ -306,9 +320,9 @@ func (m *memRecords) UpdateRecord(pod string, fn func(machines.Record) (machines
 		return rec, next, nil
 	}
 	if w != nil {
-		err = m.PutRecordWake(next, *w)
+		err = m.PutRecordWake(ctx, next, *w)
 	} else {
-		err = m.PutRecord(next)
+		err = m.PutRecord(ctx, next)
 	}
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err
@@ -543,7 +557,7 @@ func (e *env) waitWaiters(t *testing.T, n int) {
 // record returns qwen's stored record.
 func (e *env) record(t *testing.T) machines.Record {
 	t.Helper()
-	r, err := e.c.Record("qwen")
+	r, err := e.c.Record(t.Context(), "qwen")
 	if err != nil {
 		t.Fatalf("Record: %v", err)
 	}

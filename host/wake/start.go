@@ -20,7 +20,7 @@ func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time) {
 	res, panicked := c.callStart(ctx, pod)
 	abandoned := c.abandoned.Err() != nil
 	if ev, ok := machines.OutcomeEvent(res, wake, time.Time{}); ok && !abandoned {
-		if _, err := c.feed(pod, wake, ev); err != nil {
+		if _, err := c.feed(c.abandoned, pod, wake, ev); err != nil {
 			c.log.LogAttrs(ctx, slog.LevelError, err.Error(), slog.String("pod", pod))
 		}
 	}

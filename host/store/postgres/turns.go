@@ -31,11 +31,11 @@ func (s *Store) TakeTurn(ctx context.Context, session string) (bool, error) {
 	}
 	name := turnLease(session)
 	for {
-		ok, err := s.TakeLease(name)
+		ok, err := s.TakeLease(ctx, name)
 		if err != nil || ok {
 			return ok, err
 		}
-		state, err := s.leaseState(name)
+		state, err := s.leaseState(ctx, name)
 		switch {
 		case err != nil:
 			return false, err
@@ -52,8 +52,8 @@ func (s *Store) TakeTurn(ctx context.Context, session string) (bool, error) {
 }
 
 // leaseState is the state of the lease name, "" when there is none.
-func (s *Store) leaseState(name string) (string, error) {
-	ctx, cancel, err := s.op()
+func (s *Store) leaseState(ctx context.Context, name string) (string, error) {
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -71,8 +71,8 @@ func (s *Store) leaseState(name string) (string, error) {
 
 // FinishTurn marks this store's turn of session as replied to: a turn of
 // the session on another host waits for it instead of being refused.
-func (s *Store) FinishTurn(session string) error {
-	ctx, cancel, err := s.op()
+func (s *Store) FinishTurn(ctx context.Context, session string) error {
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return err
 	}
@@ -83,4 +83,6 @@ func (s *Store) FinishTurn(session string) error {
 }
 
 // ReleaseTurn frees session's turn.
-func (s *Store) ReleaseTurn(session string) error { return s.ReleaseLease(turnLease(session)) }
+func (s *Store) ReleaseTurn(ctx context.Context, session string) error {
+	return s.ReleaseLease(ctx, turnLease(session))
+}
