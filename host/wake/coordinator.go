@@ -122,9 +122,12 @@ type Coordinator struct {
 
 	locks store.KeyedMutex // one per pod, held across its read-decide-write
 
-	mu       sync.Mutex
-	logs     map[string]*podLog // one per pod, never removed; fields under mu
-	watching map[watchKey]bool  // the live watches
+	mu   sync.Mutex
+	logs map[string]*podLog // one per pod, never removed; fields under mu
+	// known is each pod's record as this process last read, stored or
+	// heard of it (Elsewhere): what Answered decides on without a read.
+	known    map[string]machines.Record
+	watching map[watchKey]bool // the live watches
 	closed   bool
 	wg       sync.WaitGroup // calls in, starts and watches
 
@@ -186,6 +189,7 @@ func New(cfg Config) *Coordinator {
 		leases:       cfg.Leases,
 		takeover:     cfg.Takeover,
 		logs:         make(map[string]*podLog),
+		known:        make(map[string]machines.Record),
 		watching:     make(map[watchKey]bool),
 	}
 	if c.clock == nil {
@@ -252,9 +256,41 @@ func (c *Coordinator) Observe(ctx context.Context, pod string, p pluginapi.Pod) 
 }
 
 // Answered feeds a turn the pod's model answered to the machine, with the
-// conductor's readySince of the resolution it answered on.
+// conductor's readySince of the resolution it answered on. It is on every
+// answer's path, before its first byte is relayed: when the record this
+// process holds in memory is ready and has served a turn already, the
+// answer changes nothing (the ready row on answered only marks the wake
+// served) and nothing is read or written. On a store the hosts share that
+// record is current within the listener's notices of the other hosts'
+// changes (Elsewhere); any other record is decided as every event is.
 func (c *Coordinator) Answered(ctx context.Context, pod string, readySince time.Time) {
+	c.mu.Lock()
+	rec, ok := c.known[pod]
+	c.mu.Unlock()
+	if ok && rec.State == machines.Ready && rec.Served {
+		return
+	}
 	c.event(ctx, pod, machines.Event{Trigger: machines.Answered, ReadySince: readySince})
+}
+
+// learn keeps rec, from a plain read outside the pod's lock, as the record
+// this process knows of its pod when it knows none yet. A known record is
+// replaced only under the pod's lock (remember), in the order of the
+// changes: a plain read may be older than a change stored meanwhile.
+func (c *Coordinator) learn(pod string, rec machines.Record) {
+	c.mu.Lock()
+	if _, ok := c.known[pod]; !ok {
+		c.known[pod] = rec
+	}
+	c.mu.Unlock()
+}
+
+// remember keeps rec as the record this process last knew of its pod,
+// under the pod's lock.
+func (c *Coordinator) remember(pod string, rec machines.Record) {
+	c.mu.Lock()
+	c.known[pod] = rec
+	c.mu.Unlock()
 }
 
 // event applies an event that decides nothing, logging a failure.
@@ -407,6 +443,7 @@ func (c *Coordinator) Elsewhere(pod string, seen func(machines.Record)) error {
 	if err != nil {
 		return fmt.Errorf("wake: record of pod %s: %w", pod, err)
 	}
+	c.remember(pod, rec)
 	seen(rec)
 	return nil
 }
@@ -488,6 +525,7 @@ func (c *Coordinator) update(ctx context.Context, pod string, ev machines.Event,
 	if err != nil {
 		return machines.Decision{}, machines.Record{}, false, storeError{fmt.Errorf("wake: record of pod %s: %w", pod, err)}
 	}
+	c.learn(pod, rec)
 	if admit != nil && !admit(rec) {
 		return machines.Decision{}, rec, false, nil
 	}
@@ -568,6 +606,7 @@ func (c *Coordinator) decide(rec machines.Record, ev machines.Event) (machines.D
 // the pod's in-process lock: Changed, and the wake-ready line. entry is
 // the wake log entry stored with it, nil when none.
 func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decision, ev machines.Event, entry *machines.Wake) {
+	c.remember(rec.Pod, next)
 	if c.changed != nil {
 		c.changed(Change{Before: rec, After: next, Event: ev, Wake: entry})
 	}

@@ -200,6 +200,7 @@ type memRecords struct {
 
 	mu     sync.Mutex
 	outage error // set: every read and write fails with it (setOutage)
+	reads  int   // Record calls
 	recs   map[string]machines.Record
 	wakes  map[string][]machines.Wake // by request time, oldest first
 	puts   int
@@ -228,6 +229,7 @@ func (m *memRecords) setOutage(err error) {
 func (m *memRecords) Record(_ context.Context, pod string) (machines.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.reads++
 	if m.outage != nil {
 		return machines.Record{}, m.outage
 	}
@@ -297,6 +299,13 @@ func (m *memRecords) Records(context.Context) ([]machines.Record, error) {
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// readCount is how often Record was called.
+func (m *memRecords) readCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reads
 }
 
 // UpdateRecord is a read, fn and, when fn changed the record, a PutRecord
