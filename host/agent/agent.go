@@ -118,12 +118,42 @@ type Result struct {
 // ErrNoProvider is returned for a pinned turn whose provider is not configured.
 var ErrNoProvider = errors.New("provider not configured")
 
+// Readier is a Model that can tell, without sending anything, that its pod
+// is not ready: *resolve.Model is one (its not-ready or config error).
+type Readier interface {
+	Ready(ctx context.Context) error
+}
+
 // Process runs message for session through the chain, falling back only on
 // fallback-eligible failures. The error that ends the chain is returned
 // wrapped, so errors.As still finds a not-ready error and its capabilities.
+//
+// Process is ProcessHeld without a hold.
 func (a *Agent) Process(ctx context.Context, session, message string) (Result, error) {
+	return a.ProcessHeld(ctx, session, message, nil)
+}
+
+// ProcessHeld is Process that calls hold, when not nil, before it reads the
+// session's history, and only once it may reach a model: when the chain's
+// first model is a Readier that says its pod is not ready, the turn ends
+// with that error (a not-ready error never falls back, D11) having read
+// nothing and held nothing. A hold that fails ends the turn with its
+// error. The chat door holds a session's turn across the hosts there: a
+// turn the machine answers calls no model and stores nothing, so it needs
+// no hold.
+func (a *Agent) ProcessHeld(ctx context.Context, session, message string, hold func(context.Context) error) (Result, error) {
 	if len(a.cfg.Chain) == 0 {
 		return Result{}, errors.New("agent: no providers")
+	}
+	if r, ok := a.cfg.Chain[0].Model.(Readier); ok {
+		if err := r.Ready(ctx); err != nil {
+			return Result{}, fmt.Errorf("agent: %w", err)
+		}
+	}
+	if hold != nil {
+		if err := hold(ctx); err != nil {
+			return Result{}, err
+		}
 	}
 	msgs, err := a.messages(ctx, session, message)
 	if err != nil {

@@ -87,11 +87,24 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		count(result)
 		s.endTurn(context.WithoutCancel(r.Context()), req.SessionID, turnTaken)
 	}()
-	if refused, mayRun := s.takeTurn(w, r.Context(), req.SessionID); !mayRun {
-		result = refused
-		return
+	// A turn in the default mode takes the session's turn on the shared
+	// store only once it may reach a model (hold, below): a turn the
+	// machine answers calls no model and stores nothing. Wait and resume
+	// keep a pending wake of the session: they hold it from the start.
+	hold := func(ctx context.Context) error {
+		if err := s.takeTurn(ctx, req.SessionID); err != nil {
+			return err
+		}
+		turnTaken = true
+		return nil
 	}
-	turnTaken = true
+	if req.WakeMode != ModeLegacy {
+		if err := hold(r.Context()); err != nil {
+			result = s.failed(w, r.Context(), req.SessionID, err)
+			return
+		}
+		hold = nil
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			// A crashing provider, plugin adapter or store never takes the host
@@ -100,7 +113,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			writeProviderFailed(w)
 		}
 	}()
-	out, err := s.run(r.Context(), req)
+	out, err := s.run(r.Context(), req, hold)
 	result = s.answer(w, r.Context(), req, out, err)
 }
 
@@ -108,7 +121,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 // answer or the policy's reply by default (D4); pinned to the chain's first
 // provider, a pending wake instead of a run, with wait; the pending wake's
 // prompt run once, with resume (#715).
-func (s *Server) run(ctx context.Context, req request) (turn.Outcome[agent.Result], error) {
+func (s *Server) run(ctx context.Context, req request, hold func(context.Context) error) (turn.Outcome[agent.Result], error) {
 	switch req.WakeMode {
 	case ModeWait:
 		provider := s.cfg.Agent.First()
@@ -118,7 +131,7 @@ func (s *Server) run(ctx context.Context, req request) (turn.Outcome[agent.Resul
 			func(provider string) turn.Call[agent.Result] { return s.pinned(req, provider) })
 	}
 	return turn.Run(ctx, s.cfg.Service, turn.Ask{Send: resolve.Retry}, func(ctx context.Context, _ resolve.Send) (agent.Result, error) {
-		return s.cfg.Agent.Process(ctx, req.SessionID, req.Message)
+		return s.cfg.Agent.ProcessHeld(ctx, req.SessionID, req.Message, hold)
 	})
 }
 
@@ -232,24 +245,25 @@ func (l logErr) LogValue() slog.Value {
 // busy is the 409 of a turn while another of its session runs.
 const busy = "a turn is already in flight for this session"
 
+// errBusy is a turn of a session whose turn another host runs (Config.Turns).
+var errBusy = errors.New(busy)
+
 // takeTurn claims session's turn on the store the hosts share
-// (Config.Turns), after the process's own slot: 409 while a turn of the
-// session runs on another host, the generic 502 when the store fails. It
-// reports whether the turn may run; without Turns it always may. When it
-// may not, result is the turn metrics' class of what was answered.
-func (s *Server) takeTurn(w http.ResponseWriter, ctx context.Context, session string) (result string, ok bool) {
+// (Config.Turns), after the process's own slot: errBusy while a turn of the
+// session runs on another host (409), the store's error when it fails (the
+// generic 502). Without Turns a turn always may run.
+func (s *Server) takeTurn(ctx context.Context, session string) error {
 	if s.cfg.Turns == nil {
-		return "", true
+		return nil
 	}
 	ok, err := s.cfg.Turns.TakeTurn(ctx, session)
 	switch {
 	case err != nil:
-		return s.failed(w, ctx, session, err), false
+		return err
 	case !ok:
-		jsonhttp.Error(w, http.StatusConflict, busy)
-		return metrics.ResultConflict, false
+		return errBusy
 	}
-	return "", true
+	return nil
 }
 
 // finishTurn marks session's turn replied to on the shared store, so that
