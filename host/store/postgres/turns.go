@@ -30,13 +30,20 @@ func (s *Store) TakeTurn(ctx context.Context, session string) (bool, error) {
 		return false, store.ErrEmptySession
 	}
 	name := turnLease(session)
-	for {
+	for seen := false; ; seen = true {
 		ok, err := s.TakeLease(ctx, name)
-		if err != nil || ok {
+		switch {
+		case err != nil && seen && ctx.Err() != nil:
+			// The session's turn was finishing when last looked at, and
+			// the caller stopped waiting for it: still not ours.
+			return false, nil
+		case err != nil || ok:
 			return ok, err
 		}
 		state, err := s.leaseState(ctx, name)
 		switch {
+		case err != nil && ctx.Err() != nil:
+			return false, nil // another turn holds it: not ours
 		case err != nil:
 			return false, err
 		case state == "held":

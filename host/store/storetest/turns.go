@@ -38,7 +38,7 @@ func testTurns(t *testing.T, s Suite) {
 
 	// Finishing: B's turn waits for A's to be stored, then runs.
 	must(t, a.FinishTurn(t.Context(), "s"))
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	short, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 	if ok, err := b.TakeTurn(short, "s"); err != nil || ok {
 		t.Errorf("B's TakeTurn while A's is finishing, until its context ended = %v, %v; want false", ok, err)
 	}
