@@ -20,6 +20,10 @@ type WakeResult struct {
 	// written whole): like a client timeout it is in flight, and watched.
 	Lost  bool
 	Error string // a short class such as ECONNREFUSED, for a request never sent; with Lost, what happened
+	// Credential is the name of the environment variable whose credential
+	// the pod's backend sends with a start (a RunPod API key variable),
+	// for the line of a 401/403; "" is the conductor's RIG_WAKE_TOKEN.
+	Credential string
 }
 
 // DescribeWakeResult gives a start request's outcome its operator log line
@@ -37,6 +41,8 @@ func DescribeWakeResult(pod string, r *WakeResult) (slog.Level, string) {
 			pod, strconv.FormatFloat(float64(r.TimeoutMs)/1000, 'f', -1, 64))
 	case r.Requested:
 		return slog.LevelInfo, fmt.Sprintf("wake requested for pod %s: accepted status=%d", pod, r.Status)
+	case (r.Status == 401 || r.Status == 403) && r.Credential != "":
+		return slog.LevelError, fmt.Sprintf("wake refused for pod %s: status=%d (the GPU backend rejected its credential: check %s in the host's environment)", pod, r.Status, r.Credential)
 	case r.Status == 401 || r.Status == 403:
 		return slog.LevelError, fmt.Sprintf("wake refused for pod %s: status=%d (the conductor's start wants a valid operator token: check RIG_WAKE_TOKEN in the host's environment)", pod, r.Status)
 	case r.Status != 0:

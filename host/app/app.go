@@ -68,21 +68,26 @@ type Options struct {
 
 // App is a running host.
 type App struct {
-	cfg     config.Config
-	log     *slog.Logger
-	clock   clock.Clock
-	store   store.Backend
-	gpu     *supervisor.GPU
-	provs   []*supervisor.Provider
-	coord   *wake.Coordinator
-	hub     *events.Hub
-	server  *chat.Server
-	door    *openai.Server
-	http    *http.Server
-	reqs    *requests
-	ln      net.Listener
-	sim     *sim.Sim
-	tempDir string
+	cfg   config.Config
+	log   *slog.Logger
+	clock clock.Clock
+	store store.Backend
+	// backends are the GPU backends (config.GPUBackends) and gpus their
+	// plugins, in the same order, the [conductor] backend's first; gpu
+	// routes each pod's calls to its backend's plugin.
+	backends []config.Backend
+	gpus     []*supervisor.GPU
+	gpu      pluginapi.GPU
+	provs    []*supervisor.Provider
+	coord    *wake.Coordinator
+	hub      *events.Hub
+	server   *chat.Server
+	door     *openai.Server
+	http     *http.Server
+	reqs     *requests
+	ln       net.Listener
+	sim      *sim.Sim
+	tempDir  string
 
 	metrics *metrics.Metrics
 	// onChange are called, in order, with every stored change of a pod's
@@ -184,9 +189,11 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if cfg.Store.Backend == config.BackendPostgres {
 		takeover = cfg.Store.Lease.Duration / 2
 	}
+	stops, credentials := a.podPolicies()
 	a.coord = wake.New(wake.Config{
 		Pod: pod, Records: a.store.Records, Wakes: a.store.WakeLog, GPU: a.gpu, Clock: a.clock, Logger: a.log,
-		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
+		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: startCap(a.backends),
+		Stops: stops, Credentials: credentials,
 		Changed: a.changed,
 		Probe:   a.probers(), ProbeInterval: cfg.Timings.ProbeInterval.Duration,
 		Leases: a.store.Leases, Takeover: takeover,
@@ -416,8 +423,8 @@ func (a *App) close(ctx context.Context, graceRanOut bool) error {
 	for _, p := range a.provs {
 		p.Close()
 	}
-	if a.gpu != nil {
-		a.gpu.Close()
+	for _, g := range a.gpus {
+		g.Close()
 	}
 	if a.server != nil {
 		a.server.Drain(ctx) // an answered turn is stored after its handler returns
@@ -436,11 +443,17 @@ func (a *App) close(ctx context.Context, graceRanOut bool) error {
 	return errors.Join(errs...)
 }
 
-// ready is /readyz: config loaded (it is, or New failed), store open, both
-// plugin kinds handshaken.
+// ready is /readyz: config loaded (it is, or New failed), store open, every
+// plugin handshaken: each backend's GPU plugin and each provider's.
 func (a *App) ready() error {
-	if !a.gpu.Ready() {
-		return errors.New("conductor plugin not running")
+	for i, g := range a.gpus {
+		switch {
+		case g.Ready():
+		case i == 0:
+			return errors.New("conductor plugin not running")
+		default:
+			return fmt.Errorf("GPU plugin of backend %s not running", a.backends[i].Name)
+		}
 	}
 	for _, p := range a.provs {
 		if !p.Ready() {

@@ -11,9 +11,13 @@ import (
 // start from [DefaultConfig], whose every field holds the default stated in
 // the field's comment. [Load] and [Parse] return it resolved and validated.
 type Config struct {
-	Server    Server     `toml:"server"`
-	Plugins   Plugins    `toml:"plugins"`
-	Conductor Conductor  `toml:"conductor"`
+	Server    Server    `toml:"server"`
+	Plugins   Plugins   `toml:"plugins"`
+	Conductor Conductor `toml:"conductor"`
+	// Backends are the GPU backends beside the [conductor] table's (see
+	// GPUBackends); default none. Each [[backends]] table is decoded over
+	// DefaultBackend of its kind.
+	Backends  []Backend  `toml:"backends"`
 	Timings   Timings    `toml:"timings"`
 	Providers []Provider `toml:"providers"` // default: one provider, "qwen" (see DefaultProvider); a file's [[providers]] replace it
 	Agent     Agent      `toml:"agent"`
@@ -58,7 +62,9 @@ type Plugins struct {
 	Dir string `toml:"dir"`
 }
 
-// Conductor is the service that knows the GPU pods and wakes them.
+// Conductor is the service that knows the GPU pods and wakes them: the
+// GPU backend named "conductor" (see GPUBackends), of every provider whose
+// backend is not set.
 type Conductor struct {
 	Plugin        string   `toml:"plugin"`         // plugin (a file name in Plugins.Dir, or built in) that talks to it; default "wake-plugin-conductor"
 	URL           string   `toml:"url"`            // its base URL; default "http://127.0.0.1:8081"; required when a provider has a pod
@@ -84,7 +90,8 @@ type Timings struct {
 type Provider struct {
 	Name      string `toml:"name"`        // what agent.providers calls it: lowercase letters, digits, "_" and "-"; required
 	Plugin    string `toml:"plugin"`      // plugin (a file name in Plugins.Dir, or built in); default "wake-plugin-provider-openai"
-	Pod       string `toml:"pod"`         // the conductor's name for its pod; the endpoint is resolved through the conductor. Set this or BaseURL
+	Pod       string `toml:"pod"`         // the GPU backend's name for its pod; the endpoint is resolved through the backend. Set this or BaseURL
+	Backend   string `toml:"backend"`     // with Pod: the name of the pod's GPU backend (a [[backends]] name); default "", the [conductor] table's
 	BaseURL   string `toml:"base_url"`    // a literal endpoint, for a provider that never sleeps. Set this or Pod
 	Path      string `toml:"path"`        // API path under the endpoint; default "/v1"
 	Model     string `toml:"model"`       // model name sent with each request; default ""

@@ -17,7 +17,9 @@
 //     records one, its line; malformed TOML is an error with the decoder's
 //     line, column and message. A file's
 //     [[providers]] tables replace the default provider; they are not merged
-//     into it. [replies] entries override single replies, and the reply keys
+//     into it. Each [[backends]] table is decoded over the defaults of its
+//     kind ([DefaultBackend]), and a key of another kind is an error.
+//     [replies] entries override single replies, and the reply keys
 //     are machines' own ([machines.ReplyKeys]): this package lists none.
 //     Relative directories are then resolved against the directory the file
 //     is in.

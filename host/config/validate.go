@@ -74,7 +74,7 @@ func (c Config) validate() []*Error {
 	}
 	needConductor := false
 	for _, p := range c.Providers {
-		needConductor = needConductor || p.Pod != ""
+		needConductor = needConductor || p.Pod != "" && BackendOf(p) == ConductorBackend // on the [conductor] backend
 	}
 	switch {
 	case c.Conductor.URL == "" && needConductor:
@@ -161,6 +161,9 @@ func (c Config) validate() []*Error {
 			add(problem(key("api_key_env"), "must be the name of an environment variable (letters, digits and \"_\", not starting with a digit), not the key itself"))
 		}
 	}
+
+	// [[backends]], and the providers' backends
+	errs = append(errs, c.validateBackends()...)
 
 	// [agent]
 	if len(c.Agent.Providers) == 0 {

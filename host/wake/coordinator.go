@@ -77,6 +77,15 @@ type Config struct {
 	// takes their watch over: about [store] lease / 2 on a shared store. 0:
 	// never, as on a store one host holds.
 	Takeover time.Duration
+	// Stops are the host's stop policies by pod ([[backends]]
+	// stop_after_idle, stop_unserved_after); a pod without one is never
+	// stopped by the host.
+	Stops map[string]StopPolicy
+	// Credentials name, by pod, the environment variable whose credential
+	// the pod's GPU backend sends, for the line of a start refused 401/403
+	// (machines.WakeResult.Credential); a pod without one is the
+	// conductor's (RIG_WAKE_TOKEN).
+	Credentials map[string]string
 	// Changed, when set, is called with every record the coordinator
 	// stores, with the record before and the event that changed it. It runs
 	// under the pod's lock, so the calls of one pod come in the order of the
@@ -112,6 +121,7 @@ type Coordinator struct {
 	changed      func(Change)
 	leases       store.Leases
 	takeover     time.Duration
+	credentials  map[string]string
 
 	// stopping is cancelled by Close: watches return and their pod reads
 	// are cancelled. abandoned is cancelled when Close stops waiting: the
@@ -188,6 +198,7 @@ func New(cfg Config) *Coordinator {
 		changed:      cfg.Changed,
 		leases:       cfg.Leases,
 		takeover:     cfg.Takeover,
+		credentials:  cfg.Credentials,
 		logs:         make(map[string]*podLog),
 		known:        make(map[string]machines.Record),
 		watching:     make(map[watchKey]bool),

@@ -74,11 +74,12 @@ func (c *Coordinator) callStart(ctx context.Context, pod string) (res *machines.
 		return &machines.WakeResult{Requested: true, Lost: true, Error: lostClass(err)}, false
 	}
 	res = &machines.WakeResult{
-		Requested: r.Requested,
-		Status:    r.Status,
-		TimedOut:  r.TimedOut,
-		TimeoutMs: r.TimeoutMs,
-		Error:     r.Error,
+		Requested:  r.Requested,
+		Status:     r.Status,
+		TimedOut:   r.TimedOut,
+		TimeoutMs:  r.TimeoutMs,
+		Error:      r.Error,
+		Credential: c.credentials[pod],
 	}
 	if r.Requested && r.Lost {
 		// Written whole, then cut (pluginapi.StartResult.Lost): in
