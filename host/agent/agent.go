@@ -191,12 +191,6 @@ func (a *Agent) ProcessOn(ctx context.Context, session, message, provider string
 	return Result{Reply: reply, Provider: provider}, nil
 }
 
-// Model returns the named provider's model.
-func (a *Agent) Model(provider string) (Model, bool) {
-	m, ok := a.all[provider]
-	return m, ok
-}
-
 // MaxMessageBytes is the largest message, in bytes, that fits in a
 // completion request with the system prompt; the history is trimmed to fit
 // what room is left. A caller refuses a larger message before its turn.

@@ -9,7 +9,7 @@ import (
 
 // Config is the host's whole configuration. Its zero value is not useful;
 // start from [DefaultConfig], whose every field holds the default stated in
-// the field's comment. [Load] and [Parse] return it resolved and validated.
+// the field's comment. [Load] returns it resolved and validated.
 type Config struct {
 	Server    Server    `toml:"server"`
 	Plugins   Plugins   `toml:"plugins"`
@@ -30,8 +30,8 @@ type Config struct {
 	// keys; a key machines does not list is an error.
 	Replies map[machines.ReplyKey]string `toml:"replies"`
 
-	// Path is the absolute path of the file Load read; "" for DefaultConfig
-	// and Parse. It is set by Load, never by the file.
+	// Path is the absolute path of the file Load read; "" for
+	// DefaultConfig. It is set by Load, never by the file.
 	Path string `toml:"-"`
 }
 
@@ -155,7 +155,7 @@ func DefaultProvider() Provider {
 // not set. It is valid: the conductor URL defaults to the loopback
 // ("http://127.0.0.1:8081", a port-forwarded or local conductor) so a fresh
 // checkout starts; a deployment sets its conductor's address. The
-// directories are relative until Load or Parse resolves them.
+// directories are relative until Load resolves them.
 func DefaultConfig() Config {
 	t := machines.DefaultTimings()
 	return Config{
@@ -218,7 +218,7 @@ func (c Config) MachineTimings() machines.Timings {
 	}
 }
 
-// ParsedReplies parses the reply templates. For a Config from Load or Parse
+// ParsedReplies parses the reply templates. For a Config from Load
 // it cannot fail: validation already parsed and rendered them. Errors are
 // *Error naming the key, e.g. "replies.still_waking".
 func (c Config) ParsedReplies() (*machines.Replies, error) {

@@ -196,7 +196,7 @@ func (d *decoder) leaf(p toml.Primitive, raw any, v reflect.Value, key string) b
 	return false
 }
 
-// maxLineLookups bounds the lines one Parse looks up (the decoder splits the
+// maxLineLookups bounds the lines one parse looks up (the decoder splits the
 // whole file into lines for each); later problems are reported without one.
 const maxLineLookups = 100
 

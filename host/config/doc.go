@@ -28,7 +28,7 @@
 //     Reply texts are parsed and rendered here with
 //     [machines.ParseReplies], so a typo in a template stops start-up.
 //
-// [Load] runs all three; [Parse] does the same from bytes. A Config that
+// [Load] runs all three. A Config that
 // came back without an error is valid and is not re-checked later.
 //
 // Errors are [*Error] values joined with [errors.Join], one per problem.

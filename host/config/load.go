@@ -39,17 +39,6 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
-// Parse is Load from bytes: data is the file's content and dir the
-// directory relative paths in it are resolved against ("" for the working
-// directory). Path is left empty. Errors are *Error values, joined.
-func Parse(data []byte, dir string) (Config, error) {
-	c, errs := parse(data, dir)
-	if len(errs) > 0 {
-		return Config{}, join(errs)
-	}
-	return c, nil
-}
-
 func parse(data []byte, dir string) (Config, []*Error) {
 	src := string(data)
 	var top map[string]toml.Primitive
