@@ -3,7 +3,10 @@ package chat
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/events"
@@ -20,6 +23,18 @@ type Events interface {
 // DefaultEventsKeepalive is how often an open pod event stream gets an SSE
 // comment, in wall time: proxies cut a silent response (nginx after 60 s).
 const DefaultEventsKeepalive = 15 * time.Second
+
+// DefaultMaxEventStreams is how many event streams may be open at once when
+// Config.MaxEventStreams is not set: each costs about 36 KB and a file
+// descriptor (docs/operations.md, server.max_event_streams).
+const DefaultMaxEventStreams = 1000
+
+// streamsRetryAfter is the Retry-After, in seconds, of a stream refused at
+// the cap.
+const streamsRetryAfter = "30"
+
+// capLogEvery is how often, at most, the refusals at the cap are logged.
+const capLogEvery = time.Minute
 
 // streamWriteWait caps each write to an event stream: a client that reads
 // nothing for this long is cut, and its subscription with it.
@@ -98,6 +113,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	if !s.streams.open() {
+		s.refuseStream(w)
+		return
+	}
+	defer s.streams.done()
 	cur, sub := s.cfg.Events.Subscribe(name)
 	defer sub.Close()
 	out := sse{w: w, rc: http.NewResponseController(w)}
@@ -131,6 +151,58 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			last = ev
 		}
 	}
+}
+
+// refuseStream answers a stream past the cap, and logs the refusals at most
+// once every capLogEvery.
+func (s *Server) refuseStream(w http.ResponseWriter) {
+	limit := s.cfg.MaxEventStreams
+	if refused, ok := s.streams.refused(time.Now()); ok {
+		s.cfg.Logger.Warn("event streams at their cap; refusing new ones", "cap", limit, "refused", refused)
+	}
+	w.Header().Set("Retry-After", streamsRetryAfter)
+	jsonhttp.Error(w, http.StatusServiceUnavailable,
+		fmt.Sprintf("too many event streams open (the cap is %d, server.max_event_streams); try again later", limit))
+}
+
+// streams counts the open event streams against their cap.
+type streams struct {
+	limit int64
+	n     atomic.Int64
+
+	mu       sync.Mutex
+	logged   time.Time // when the refusals were last logged
+	unlogged int       // refusals since then
+}
+
+// open takes a place for a new stream; false at the cap.
+func (c *streams) open() bool {
+	for {
+		n := c.n.Load()
+		if n >= c.limit {
+			return false
+		}
+		if c.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// done gives a stream's place back.
+func (c *streams) done() { c.n.Add(-1) }
+
+// refused counts a refusal at now; when it is time to log (the first since
+// capLogEvery), it returns how many refusals the line reports.
+func (c *streams) refused(now time.Time) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unlogged++
+	if !c.logged.IsZero() && now.Sub(c.logged) < capLogEvery {
+		return 0, false
+	}
+	n := c.unlogged
+	c.logged, c.unlogged = now, 0
+	return n, true
 }
 
 // endStream writes the last event of a stream the hub ended: it fell
