@@ -1,9 +1,12 @@
 package chat_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -150,6 +153,173 @@ func TestEventStreamCapFreedAndLoggedOnce(t *testing.T) {
 			!strings.Contains(lines[0], `level=WARN msg="event streams at their cap; refusing new ones" cap=1 refused=1`) ||
 			!strings.Contains(lines[1], `level=WARN msg="event streams at their cap; refusing new ones" cap=1 refused=3`) {
 			t.Errorf("want one line for the first three refusals and one a minute later counting the rest, got:\n%s", logs)
+		}
+	})
+}
+
+// pipeListener hands out in-memory connections (net.Pipe), so that a real
+// http.Server runs inside a synctest bubble with its deadlines on the
+// bubble's clock. A pipe holds nothing: a write blocks until the client
+// reads it, as a full TCP send buffer does.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn, 1), done: make(chan struct{})}
+}
+
+// dial is a client connection to the listener's server.
+func (l *pipeListener) dial() net.Conn {
+	server, client := net.Pipe()
+	l.conns <- server
+	return client
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// stalledStream is pod qwen's event stream served by a real http.Server,
+// whose client read the head and the first event and then stops reading.
+type stalledStream struct {
+	hub    *events.Hub
+	logs   *bytes.Buffer
+	conn   net.Conn
+	rest   *bufio.Reader // the rest of the body, unread
+	closed chan struct{} // closed when the server closed the connection
+	srv    *http.Server
+}
+
+// openStalled opens the stream; build it inside the synctest bubble and
+// call stop before the bubble ends.
+func openStalled(t *testing.T, hub *events.Hub) *stalledStream {
+	t.Helper()
+	s := &stalledStream{hub: hub, logs: &bytes.Buffer{}, closed: make(chan struct{})}
+	l := newPipeListener()
+	var once sync.Once
+	s.srv = &http.Server{
+		Handler: newCappedEvents(hub, 0, s.logs),
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateClosed {
+				once.Do(func() { close(s.closed) })
+			}
+		},
+	}
+	go func() { _ = s.srv.Serve(l) }()
+	s.conn = l.dial()
+	req := httptest.NewRequest(http.MethodGet, "/api/pods/qwen/events", nil)
+	go func() { _ = req.Write(s.conn) }()
+	resp, err := http.ReadResponse(bufio.NewReader(s.conn), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.rest = bufio.NewReader(resp.Body)
+	for {
+		line, err := s.rest.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the first event: %v", err)
+		}
+		if line == "\n" {
+			return s // the first event is read: the client reads no more
+		}
+	}
+}
+
+// isClosed reports whether the server has closed the connection, once
+// everything in the bubble has settled.
+func (s *stalledStream) isClosed() bool {
+	synctest.Wait()
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
+}
+
+// unread is what the client gets when it reads again: everything the
+// server still wrote, up to the end of the body.
+func (s *stalledStream) unread() string {
+	b, _ := io.ReadAll(s.rest)
+	return string(b)
+}
+
+func (s *stalledStream) stop() {
+	s.srv.Close()
+	s.conn.Close()
+}
+
+// A client that reads nothing (the write of a keepalive blocks) is closed
+// once a write has waited 30 s, with no end event (its connection takes no
+// more bytes), and its subscription is freed; the hub's other subscribers
+// keep theirs. It is logged.
+func TestEventStreamNotDrainedIsClosed(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		hub := events.New(0)
+		_, held := hub.Subscribe("qwen") // another subscriber, such as a held request
+		defer held.Close()
+		s := openStalled(t, hub)
+		defer s.stop()
+		synctest.Wait()
+		if n := hub.Subscribers("qwen"); n != 2 {
+			t.Fatalf("%d subscribers with the stream open, want 2", n)
+		}
+
+		time.Sleep(15*time.Second + 30*time.Second - time.Millisecond) // the keepalive at 15 s blocks
+		if s.isClosed() {
+			t.Fatal("the stream was closed before its blocked write had waited 30 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+		if !s.isClosed() {
+			t.Fatal("the stream is open 30 s after its write blocked")
+		}
+		if n := hub.Subscribers("qwen"); n != 1 {
+			t.Errorf("%d subscribers after the stream was closed, want 1 (the other)", n)
+		}
+		if rest := s.unread(); rest != "" {
+			t.Errorf("the client read %q after the close, want nothing", rest)
+		}
+		if !strings.Contains(s.logs.String(), `level=INFO msg="event stream not drained for pod qwen; closed" pod=qwen`) {
+			t.Errorf("no line for the closed stream in the log:\n%s", s.logs)
+		}
+	})
+}
+
+// An end event (here at shutdown) waits 5 s for a client that reads
+// nothing, not a normal write's 30 s: such a client does not hold the
+// shutdown up.
+func TestEventStreamEndDoesNotWaitLong(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		hub := events.New(0)
+		s := openStalled(t, hub)
+		defer s.stop()
+		time.Sleep(10 * time.Second)
+		hub.Close() // the end event's write blocks
+
+		time.Sleep(5*time.Second - time.Millisecond)
+		if s.isClosed() {
+			t.Fatal("the stream was closed before its end event had waited 5 s")
+		}
+		time.Sleep(2 * time.Millisecond)
+		if !s.isClosed() {
+			t.Fatal("the stream is open 5 s after its end event blocked")
 		}
 	})
 }
