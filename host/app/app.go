@@ -253,6 +253,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		Ready:           a.ready,
 		Events:          a.hub,
 		EventsKeepalive: cfg.Server.EventsKeepalive.Duration,
+		MaxEventStreams: cfg.Server.MaxEventStreams,
 		Metrics:         a.metrics,
 	})
 	if a.door, err = a.openAIDoor(o.Getenv, models, turns); err != nil {

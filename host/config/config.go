@@ -50,6 +50,14 @@ type Server struct {
 	// (GET /api/pods/{name}/events) gets an SSE comment, in wall time, so
 	// that proxies do not cut it as silent; default 15s.
 	EventsKeepalive Duration `toml:"events_keepalive"`
+	// MaxEventStreams is how many pod event streams may be open at once,
+	// over both listeners; one more is refused with a 503 until one ends.
+	// Each costs about 36 KB and a file descriptor for as long as its
+	// client keeps it. Held OpenAI requests are not counted: each is a
+	// request of the door, held at most [openai] hold_max. Default 1000:
+	// about 36 MB, and room beside it for the turns, plugins and store
+	// under a 4096 descriptor limit.
+	MaxEventStreams int `toml:"max_event_streams"`
 }
 
 // Plugins says where the separate plugin binaries are.
@@ -164,6 +172,7 @@ func DefaultConfig() Config {
 			DataDir:         "data",
 			MaxBodyBytes:    1 << 20,
 			EventsKeepalive: Duration{15 * time.Second},
+			MaxEventStreams: 1000,
 		},
 		Plugins: Plugins{Dir: "bin"},
 		Conductor: Conductor{

@@ -30,6 +30,7 @@ data_dir = "/var/lib/wake"
 max_body_bytes = 4096
 admin_listen = "127.0.0.1:9091"
 events_keepalive = "25s"
+max_event_streams = 50
 
 [plugins]
 dir = "/opt/wake/plugins"
@@ -148,7 +149,7 @@ func TestParse(t *testing.T) {
 			file: fullFile,
 			want: func() Config {
 				return Config{
-					Server:  Server{Listen: ":9090", DataDir: "/var/lib/wake", MaxBodyBytes: 4096, AdminListen: "127.0.0.1:9091", EventsKeepalive: Duration{25 * time.Second}},
+					Server:  Server{Listen: ":9090", DataDir: "/var/lib/wake", MaxBodyBytes: 4096, AdminListen: "127.0.0.1:9091", EventsKeepalive: Duration{25 * time.Second}, MaxEventStreams: 50},
 					Plugins: Plugins{Dir: "/opt/wake/plugins"},
 					Conductor: Conductor{
 						Plugin:        "conductor-plugin",

@@ -62,6 +62,9 @@ func (c Config) validate() []*Error {
 	if c.Server.EventsKeepalive.Duration <= 0 {
 		add(problem("server.events_keepalive", "must be positive"))
 	}
+	if c.Server.MaxEventStreams <= 0 {
+		add(problem("server.max_event_streams", "must be positive"))
+	}
 
 	// [plugins]
 	if c.Plugins.Dir == "" {

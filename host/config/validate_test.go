@@ -68,6 +68,16 @@ func TestValidate(t *testing.T) {
 			want:   []string{"server.events_keepalive: must be positive"},
 		},
 		{
+			name:   "no event streams",
+			change: func(c *Config) { c.Server.MaxEventStreams = 0 },
+			want:   []string{"server.max_event_streams: must be positive"},
+		},
+		{
+			name:   "event streams negative",
+			change: func(c *Config) { c.Server.MaxEventStreams = -1 },
+			want:   []string{"server.max_event_streams: must be positive"},
+		},
+		{
 			name:   "no data dir",
 			change: func(c *Config) { c.Server.DataDir = "" },
 			want:   []string{"server.data_dir: must not be empty"},
