@@ -11,23 +11,9 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/host/config"
 	"github.com/wakeonchat/wakeonchat/host/wake"
+	"github.com/wakeonchat/wakeonchat/plugins/command"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 	"github.com/wakeonchat/wakeonchat/plugins/runpod"
-)
-
-// The command plugin's environment (plugins/command, env.go), by name:
-// the host builds it from a command backend's keys.
-const (
-	envCommandStart         = "WAKE_COMMAND_START"
-	envCommandStop          = "WAKE_COMMAND_STOP"
-	envCommandStatus        = "WAKE_COMMAND_STATUS"
-	envCommandStatusBy      = "WAKE_COMMAND_STATUS_BY"
-	envCommandDownCodes     = "WAKE_COMMAND_STATUS_DOWN_CODES"
-	envCommandURL           = "WAKE_COMMAND_URL"
-	envCommandStartTimeout  = "WAKE_COMMAND_START_TIMEOUT"
-	envCommandStopTimeout   = "WAKE_COMMAND_STOP_TIMEOUT"
-	envCommandStatusTimeout = "WAKE_COMMAND_STATUS_TIMEOUT"
-	envCommandPassEnv       = "WAKE_COMMAND_PASS_ENV"
 )
 
 // backendEnv is the whole environment of backend b's GPU plugin, and the
@@ -61,25 +47,25 @@ func backendEnv(b config.Backend, getenv func(string) string) (env, secrets []st
 				set(name, string(j))
 			}
 		}
-		argv(envCommandStart, b.Start)
-		argv(envCommandStop, b.Stop)
-		argv(envCommandStatus, b.Status)
-		set(envCommandStatusBy, b.StatusBy)
+		argv(command.EnvStart, b.Start)
+		argv(command.EnvStop, b.Stop)
+		argv(command.EnvStatus, b.Status)
+		set(command.EnvStatusBy, b.StatusBy)
 		if len(b.StatusDownCodes) > 0 {
 			codes := make([]string, len(b.StatusDownCodes))
 			for i, c := range b.StatusDownCodes {
 				codes[i] = strconv.Itoa(c)
 			}
-			set(envCommandDownCodes, strings.Join(codes, ","))
+			set(command.EnvStatusDownCodes, strings.Join(codes, ","))
 		}
 		if b.URL != "" {
-			set(envCommandURL, b.URL)
+			set(command.EnvURL, b.URL)
 		}
-		set(envCommandStartTimeout, b.StartTimeout.String())
-		set(envCommandStopTimeout, b.StopTimeout.String())
-		set(envCommandStatusTimeout, b.StatusTimeout.String())
+		set(command.EnvStartTimeout, b.StartTimeout.String())
+		set(command.EnvStopTimeout, b.StopTimeout.String())
+		set(command.EnvStatusTimeout, b.StatusTimeout.String())
 		if len(b.PassEnv) > 0 {
-			set(envCommandPassEnv, strings.Join(b.PassEnv, ","))
+			set(command.EnvPassEnv, strings.Join(b.PassEnv, ","))
 		}
 		for _, name := range b.PassEnv {
 			if v := getenv(name); v != "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wakeonchat/wakeonchat/host/config"
+	"github.com/wakeonchat/wakeonchat/plugins/command"
 	"github.com/wakeonchat/wakeonchat/plugins/conductor"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 	openai "github.com/wakeonchat/wakeonchat/plugins/provider-openai"
@@ -30,7 +31,7 @@ var builtins = map[string]func(hclog.Logger) error{
 	config.DefaultConductorPlugin: conductor.Serve,
 	config.DefaultRunPodPlugin:    runpod.Serve,
 	config.DefaultProviderPlugin:  openai.Serve,
-	// config.DefaultCommandPlugin: command.Serve, // COMMAND PLUGIN: add with plugins/command (and its Serve)
+	config.DefaultCommandPlugin:   command.Serve,
 }
 
 // Builtins are the names of the plugins built into wakehost, sorted.
