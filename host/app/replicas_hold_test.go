@@ -67,7 +67,7 @@ func (h *wakehost) held(t *testing.T) int {
 	return 0
 }
 
-// TestThreeReplicasHoldEveryRequest (issue 20, defect 4): three hosts on one
+// TestThreeReplicasHoldEveryRequest (#20, defect 4): three hosts on one
 // database in hold mode, 150 concurrent completions spread over them while
 // the pod sleeps. Every one is held, on the host that woke the pod and on
 // the two that did not (whose view of the pod still says asleep until the
