@@ -51,7 +51,9 @@ func backendEnv(b config.Backend, getenv func(string) string) (env, secrets []st
 		argv(command.EnvStop, b.Stop)
 		argv(command.EnvStatus, b.Status)
 		set(command.EnvStatusBy, b.StatusBy)
-		if len(b.StatusDownCodes) > 0 {
+		if b.StatusBy == config.StatusByExit && len(b.StatusDownCodes) > 0 {
+			// Only an exit-code status has down codes: the plugin refuses
+			// them beside a JSON status (the default lists LSB's 1, 2, 3).
 			codes := make([]string, len(b.StatusDownCodes))
 			for i, c := range b.StatusDownCodes {
 				codes[i] = strconv.Itoa(c)

@@ -46,12 +46,12 @@ func TestBackendEnv(t *testing.T) {
 		}, []string{"tok-lab"}},
 		{"command: the commands, the caps, the variables it passes", command, []string{
 			`WAKE_COMMAND_START=["docker","start","vllm"]`, `WAKE_COMMAND_STOP=["docker","stop","vllm"]`, `WAKE_COMMAND_STATUS=["docker","inspect","vllm"]`,
-			"WAKE_COMMAND_STATUS_BY=json", "WAKE_COMMAND_STATUS_DOWN_CODES=1,2,3", "WAKE_COMMAND_URL=http://127.0.0.1:8000",
+			"WAKE_COMMAND_STATUS_BY=json", "WAKE_COMMAND_URL=http://127.0.0.1:8000",
 			"WAKE_COMMAND_START_TIMEOUT=1m0s", "WAKE_COMMAND_STOP_TIMEOUT=1m0s", "WAKE_COMMAND_STATUS_TIMEOUT=10s",
 			"WAKE_COMMAND_PASS_ENV=DOCKER_HOST,PATH,NOT_SET", "DOCKER_HOST=tcp://10.0.0.1:2375", "PATH=/opt/bin:/usr/bin",
 		}, []string{"tcp://10.0.0.1:2375"}},
 		{"command: no stop, no url, nothing passed", bare, []string{
-			`WAKE_COMMAND_START=["s"]`, `WAKE_COMMAND_STATUS=["t"]`, "WAKE_COMMAND_STATUS_BY=json", "WAKE_COMMAND_STATUS_DOWN_CODES=1,2,3",
+			`WAKE_COMMAND_START=["s"]`, `WAKE_COMMAND_STATUS=["t"]`, "WAKE_COMMAND_STATUS_BY=json",
 			"WAKE_COMMAND_START_TIMEOUT=1m0s", "WAKE_COMMAND_STOP_TIMEOUT=1m0s", "WAKE_COMMAND_STATUS_TIMEOUT=10s",
 		}, nil},
 		{"runpod: the key's variable, and the pods sorted", rp, []string{

@@ -13,6 +13,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(modelProcessEnv); addr != "" {
+		os.Exit(serveModelProcess(addr)) // this binary as a command backend's model
+	}
 	os.Exit(run(m))
 }
 

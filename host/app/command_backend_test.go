@@ -1,0 +1,184 @@
+package app_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+)
+
+// modelProcessEnv, set to a loopback address, makes the test binary a
+// model process: an OpenAI-compatible model that echoes the last message,
+// listening there until it is killed. The command backend's scripts start
+// and stop it.
+const modelProcessEnv = "WAKE_APP_TEST_MODEL"
+
+func serveModelProcess(addr string) int {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"object":"list","data":[{"id":"qwen","object":"model"}]}`)
+	})
+	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Messages []struct {
+				Content string `json:"content"`
+			} `json:"messages"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{
+			"index": 0, "finish_reason": "stop",
+			"message": map[string]string{"role": "assistant", "content": "echo: " + req.Messages[len(req.Messages)-1].Content},
+		}}})
+	})
+	if err := http.ListenAndServe(addr, mux); err != nil {
+		fmt.Fprintln(os.Stderr, "model process:", err)
+		return 1
+	}
+	return 0
+}
+
+// commandBackend writes the start, stop and status scripts of a command
+// backend whose pod is a real process: the test binary as a model on a
+// free port, its pid in a file. It returns the scripts' directory and the
+// pid file.
+func commandBackend(t *testing.T) (dir, pidFile, url string) {
+	t.Helper()
+	dir = t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile = filepath.Join(dir, "model.pid")
+	url = "http://" + addr // the provider's path (/v1) is added to it
+	scripts := map[string]string{
+		// The model process outlives the script: its own session, its
+		// output nowhere, its pid kept.
+		"start.sh": fmt.Sprintf("#!/bin/sh\n[ -f %[1]s ] && kill -0 \"$(cat %[1]s)\" 2>/dev/null && exit 0\n%[2]s=%[3]s setsid %[4]s </dev/null >/dev/null 2>&1 &\necho $! > %[1]s\n",
+			strconv.Quote(pidFile), modelProcessEnv, addr, strconv.Quote(self)),
+		"stop.sh": fmt.Sprintf("#!/bin/sh\n[ -f %[1]s ] || exit 0\nkill \"$(cat %[1]s)\" 2>/dev/null\nrm -f %[1]s\n", strconv.Quote(pidFile)),
+		"status.sh": fmt.Sprintf("#!/bin/sh\nif [ -f %[1]s ] && kill -0 \"$(cat %[1]s)\" 2>/dev/null; then\n  echo '{\"status\":\"RUNNING\",\"url\":\"%[2]s\"}'\nelse\n  echo '{\"status\":\"EXITED\"}'\nfi\n",
+			strconv.Quote(pidFile), url),
+	}
+	for name, body := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			if pid, err := strconv.Atoi(string(b[:len(b)-1])); err == nil {
+				if p, err := os.FindProcess(pid); err == nil {
+					_ = p.Kill()
+				}
+			}
+		}
+	})
+	return dir, pidFile, url
+}
+
+// running reports whether the process in pidFile runs.
+func running(pidFile string) bool {
+	b, err := os.ReadFile(pidFile)
+	if err != nil || len(b) < 2 {
+		return false
+	}
+	pid, err := strconv.Atoi(string(b[:len(b)-1]))
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
+}
+
+// TestCommandBackendWakesARealProcess (#19): a pod on a command backend
+// whose start, stop and status are real process operations. The first ask
+// finds it EXITED and wakes it (the start script starts the model process);
+// the watch reads the status script, which says RUNNING with the model's
+// URL, and probes the model; once it answers, the next ask is the model's
+// answer. The pod is not the conductor's: the conductor is never asked.
+func TestCommandBackendWakesARealProcess(t *testing.T) {
+	e2e.RequireProc(t)
+	scripts, pidFile, _ := commandBackend(t)
+	cfg := filepath.Join(t.TempDir(), "wake.toml")
+	toml := fmt.Sprintf(`[server]
+listen = "127.0.0.1:0"
+data_dir = %q
+
+[conductor]
+url = "http://127.0.0.1:9"
+
+[timings]
+watch_poll = "200ms"
+probe_interval = "200ms"
+
+[[backends]]
+name = "box"
+kind = "command"
+start = ["/bin/sh", %q]
+stop = ["/bin/sh", %q]
+status = ["/bin/sh", %q]
+
+[[providers]]
+name = "qwen"
+pod = "qwen"
+model = "qwen"
+backend = "box"
+api_key_env = ""
+`, filepath.Join(filepath.Dir(cfg), "data"), filepath.Join(scripts, "start.sh"), filepath.Join(scripts, "stop.sh"), filepath.Join(scripts, "status.sh"))
+	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := launchWakehost(t, cfg, nil)
+
+	status, body := h.post(chatRequest{Message: "hello", SessionID: "box"})
+	var r chatReply
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || r.Reply != e2e.ReplyWaking {
+		t.Fatalf("first ask: %d %s, want the waking reply", status, body)
+	}
+	deadline := time.Now().Add(waitFor)
+	for !running(pidFile) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the start script did not start the model process within %v", waitFor)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Ready once the watch has read RUNNING and the model answered its probe.
+	for {
+		code, view, err := h.get("/api/pods/qwen")
+		if err == nil && code == http.StatusOK && json.Valid([]byte(view)) {
+			var v struct {
+				Ready bool   `json:"ready"`
+				State string `json:"state"`
+			}
+			if json.Unmarshal([]byte(view), &v) == nil && v.Ready {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pod was not ready within %v: %d %s", waitFor, code, view)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	status, body = h.post(chatRequest{Message: "are you there?", SessionID: "box"})
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || r.Reply != "echo: are you there?" {
+		t.Errorf("ask once ready: %d %s, want the model's echo", status, body)
+	}
+}
