@@ -77,6 +77,13 @@ type Config struct {
 	// takes their watch over: about [store] lease / 2 on a shared store. 0:
 	// never, as on a store one host holds.
 	Takeover time.Duration
+	// Stops are the pods the host stops itself, by pod, and when
+	// (idle.go); a pod absent is never stopped by the host: the
+	// conductor's pods stop themselves. Resume starts them.
+	Stops map[string]StopPolicy
+	// Subscribers, when set, counts each pod's subscribers to its changes
+	// (*events.Hub): a pod somebody follows is not stopped as unserved.
+	Subscribers Subscribers
 	// Changed, when set, is called with every record the coordinator
 	// stores, with the record before and the event that changed it. It runs
 	// under the pod's lock, so the calls of one pod come in the order of the
@@ -112,6 +119,9 @@ type Coordinator struct {
 	changed      func(Change)
 	leases       store.Leases
 	takeover     time.Duration
+	stops        map[string]StopPolicy
+	subscribers  Subscribers
+	idle         idler // each stopped pod's activity (idle.go)
 
 	// stopping is cancelled by Close: watches return and their pod reads
 	// are cancelled. abandoned is cancelled when Close stops waiting: the
@@ -181,6 +191,8 @@ func New(cfg Config) *Coordinator {
 		changed:      cfg.Changed,
 		leases:       cfg.Leases,
 		takeover:     cfg.Takeover,
+		stops:        cfg.Stops,
+		subscribers:  cfg.Subscribers,
 		logs:         make(map[string]*podLog),
 		watching:     make(map[watchKey]bool),
 	}
@@ -219,6 +231,7 @@ func (c *Coordinator) NotReady(ctx context.Context, pod, status, lookup string, 
 	case modelLoading:
 		ev.Trigger = machines.ModelLoading
 	}
+	c.touch(pod, func(a *activity) { a.lastAsk = c.now() })
 	d, next, err := c.apply(pod, ev)
 	if err != nil {
 		return machines.Decision{}, err
@@ -250,6 +263,7 @@ func (c *Coordinator) Observe(ctx context.Context, pod string, p pluginapi.Pod) 
 // Answered feeds a turn the pod's model answered to the machine, with the
 // conductor's readySince of the resolution it answered on.
 func (c *Coordinator) Answered(ctx context.Context, pod string, readySince time.Time) {
+	c.touch(pod, func(a *activity) { a.lastAnswer = c.now() })
 	c.event(ctx, pod, machines.Event{Trigger: machines.Answered, ReadySince: readySince})
 }
 
@@ -398,6 +412,7 @@ func (c *Coordinator) Elsewhere(pod string, seen func(machines.Record)) error {
 	if err != nil {
 		return fmt.Errorf("wake: record of pod %s: %w", pod, err)
 	}
+	c.saw(rec)
 	seen(rec)
 	return nil
 }
@@ -556,6 +571,7 @@ func (c *Coordinator) decide(rec machines.Record, ev machines.Event) (machines.D
 // the pod's in-process lock: Changed, and the wake-ready line. entry is
 // the wake log entry stored with it, nil when none.
 func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decision, ev machines.Event, entry *machines.Wake) {
+	c.saw(next)
 	if c.changed != nil {
 		c.changed(Change{Before: rec, After: next, Event: ev, Wake: entry})
 	}
