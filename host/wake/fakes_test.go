@@ -34,8 +34,8 @@ type fakeGPU struct {
 	startPod func(ctx context.Context, pod string) (pluginapi.StartResult, error)
 	stopPod  func(ctx context.Context, pod string) (pluginapi.StartResult, error) // nil: stopped, 200
 	stops    bool                                                                 // the test expects StopPod calls
-	getPod   func(ctx context.Context, pod string, n int) (pluginapi.Pod, error) // n counts from 1
-	now      func() time.Time                                                    // for readTimes; nil: time.Now
+	getPod   func(ctx context.Context, pod string, n int) (pluginapi.Pod, error)  // n counts from 1
+	now      func() time.Time                                                     // for readTimes; nil: time.Now
 
 	mu      sync.Mutex
 	started []string    // the pod of every StartPod, in order
