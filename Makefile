@@ -11,7 +11,7 @@
 # fails instead).
 GO      ?= go
 BIN     := bin
-CMDS    := $(wildcard ./host/cmd/wakehost ./plugins/conductor/cmd/wake-plugin-conductor ./plugins/provider-openai/cmd/wake-plugin-provider-openai)
+CMDS    := $(wildcard ./host/cmd/wakehost ./plugins/*/cmd/wake-plugin-*)
 
 .PHONY: build test generate bench fuzz demo screenshot clean
 

@@ -9,8 +9,7 @@
 // a Machine on github.com/qmuntal/stateless. Fire then answers one question:
 // given this record (in the state stateOf reads from it), this trigger, this
 // event and this time, which row applies? It returns a Result naming the new
-// state and the effects to perform. Mermaid renders a table as a diagram for
-// documentation; it needs no compiled machine.
+// state and the effects to perform.
 //
 // # What engine must not do
 //
@@ -63,10 +62,4 @@
 // Ignore in the record's state (callers that drop stale events branch on it
 // with errors.As), and a plain error for an undeclared state or trigger, two
 // passing guards, or a panicking guard. Fire never panics.
-//
-// # Diagrams
-//
-// Mermaid(table) is deterministic and labelled with the table's names, so it
-// is fit for golden files and docs. Machine.DOT returns stateless's Graphviz
-// output, whose guard labels are Go closure names and whose order may vary.
 package engine

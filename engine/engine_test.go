@@ -2,8 +2,6 @@ package engine_test
 
 import (
 	"errors"
-	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -434,20 +432,4 @@ func TestFireConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-}
-
-func TestDOT(t *testing.T) {
-	m := compileTurnstile(t)
-	dot := m.DOT()
-	if !strings.HasPrefix(dot, "digraph {") {
-		t.Errorf("DOT does not start with %q:\n%s", "digraph {", dot)
-	}
-	for _, s := range turnstileTable().States {
-		if !strings.Contains(dot, string(s)) {
-			t.Errorf("DOT does not mention state %q:\n%s", s, dot)
-		}
-	}
-	if want := fmt.Sprintf("init -> %s", locked); !strings.Contains(dot, want) {
-		t.Errorf("DOT has no %q:\n%s", want, dot)
-	}
 }

@@ -287,11 +287,3 @@ func (m *Machine[R, E]) panicError(c *cell[R, E], from State, on Trigger, p any)
 
 // Table returns a copy of the table as compiled.
 func (m *Machine[R, E]) Table() Table { return m.table.clone() }
-
-// DOT returns stateless's ToGraph() of the compiled machine: a Graphviz
-// digraph with an init arrow to the table's Initial state, Any rows expanded
-// and Ignores drawn. Every row carries an engine closure as its stateless
-// guard, so every edge label shows it as "[funcN]" whatever the table says,
-// and edge order may vary between calls. Use Mermaid for a stable diagram
-// labelled with the table's guard and effect names.
-func (m *Machine[R, E]) DOT() string { return m.sm.ToGraph() }

@@ -42,7 +42,7 @@ func TestGuardsWithoutCell(t *testing.T) {
 	if err := m.sm.FireCtx(context.Background(), Trigger("flip")); err == nil || !strings.Contains(err.Error(), `no transition`) {
 		t.Errorf("FireCtx without a cell = %v; want an unhandled error", err)
 	}
-	if got := m.DOT(); !strings.Contains(got, "init -> off") {
+	if got := m.sm.ToGraph(); !strings.Contains(got, "init -> off") {
 		t.Errorf("DOT has no init arrow to the initial state:\n%s", got)
 	}
 }

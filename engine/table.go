@@ -33,7 +33,7 @@ type Ignore struct {
 }
 
 // Table is the whole description of a machine. It is plain data: build it as a
-// literal, render it with Mermaid, compile it with Compile.
+// literal, compile it with Compile.
 type Table struct {
 	Name     string
 	Initial  State

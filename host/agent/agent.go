@@ -118,14 +118,44 @@ type Result struct {
 // ErrNoProvider is returned for a pinned turn whose provider is not configured.
 var ErrNoProvider = errors.New("provider not configured")
 
+// Readier is a Model that can tell, without sending anything, that its pod
+// is not ready: *resolve.Model is one (its not-ready or config error).
+type Readier interface {
+	Ready(ctx context.Context) error
+}
+
 // Process runs message for session through the chain, falling back only on
 // fallback-eligible failures. The error that ends the chain is returned
 // wrapped, so errors.As still finds a not-ready error and its capabilities.
+//
+// Process is ProcessHeld without a hold.
 func (a *Agent) Process(ctx context.Context, session, message string) (Result, error) {
+	return a.ProcessHeld(ctx, session, message, nil)
+}
+
+// ProcessHeld is Process that calls hold, when not nil, before it reads the
+// session's history, and only once it may reach a model: when the chain's
+// first model is a Readier that says its pod is not ready, the turn ends
+// with that error (a not-ready error never falls back, D11) having read
+// nothing and held nothing. A hold that fails ends the turn with its
+// error. The chat door holds a session's turn across the hosts there: a
+// turn the machine answers calls no model and stores nothing, so it needs
+// no hold.
+func (a *Agent) ProcessHeld(ctx context.Context, session, message string, hold func(context.Context) error) (Result, error) {
 	if len(a.cfg.Chain) == 0 {
 		return Result{}, errors.New("agent: no providers")
 	}
-	msgs, err := a.messages(session, message)
+	if r, ok := a.cfg.Chain[0].Model.(Readier); ok {
+		if err := r.Ready(ctx); err != nil {
+			return Result{}, fmt.Errorf("agent: %w", err)
+		}
+	}
+	if hold != nil {
+		if err := hold(ctx); err != nil {
+			return Result{}, err
+		}
+	}
+	msgs, err := a.messages(ctx, session, message)
 	if err != nil {
 		return Result{}, err
 	}
@@ -150,7 +180,7 @@ func (a *Agent) ProcessOn(ctx context.Context, session, message, provider string
 	if !ok {
 		return Result{}, fmt.Errorf("agent: provider %s: %w", provider, ErrNoProvider)
 	}
-	msgs, err := a.messages(session, message)
+	msgs, err := a.messages(ctx, session, message)
 	if err != nil {
 		return Result{}, err
 	}
@@ -159,12 +189,6 @@ func (a *Agent) ProcessOn(ctx context.Context, session, message, provider string
 		return Result{}, fmt.Errorf("agent: %w", err)
 	}
 	return Result{Reply: reply, Provider: provider}, nil
-}
-
-// Model returns the named provider's model.
-func (a *Agent) Model(provider string) (Model, bool) {
-	m, ok := a.all[provider]
-	return m, ok
 }
 
 // MaxMessageBytes is the largest message, in bytes, that fits in a
@@ -177,14 +201,14 @@ func (a *Agent) MaxMessageBytes() int {
 // messages builds a completion request: the system prompt, the session's
 // history as fitHistory trims it, and message. The request never weighs
 // more than RequestBytes at the plugin boundary.
-func (a *Agent) messages(session, message string) ([]pluginapi.Message, error) {
+func (a *Agent) messages(ctx context.Context, session, message string) ([]pluginapi.Message, error) {
 	if len(message) > a.MaxMessageBytes() {
 		return nil, fmt.Errorf("agent: %w: %d bytes, at most %d", ErrTooLarge, len(message), a.MaxMessageBytes())
 	}
 	var hist []store.Message
 	if a.cfg.HistoryMessages > 0 && a.cfg.HistoryBytes > 0 {
 		room := a.MaxMessageBytes() - len(message)
-		h, err := a.history(session, min(a.cfg.HistoryBytes, room))
+		h, err := a.history(ctx, session, min(a.cfg.HistoryBytes, room))
 		if err != nil {
 			return nil, fmt.Errorf("agent: history: %w", err)
 		}
@@ -211,11 +235,11 @@ type BoundedHistory = store.BoundedHistory
 // content when the History can (BoundedHistory). fitHistory trims either
 // to the same messages: it stops at the first message past HistoryBytes,
 // or past room, which also counts framing, and maxBytes is the smaller.
-func (a *Agent) history(session string, maxBytes int) ([]store.Message, error) {
+func (a *Agent) history(ctx context.Context, session string, maxBytes int) ([]store.Message, error) {
 	if h, ok := a.cfg.History.(BoundedHistory); ok {
-		return h.HistoryWithin(session, a.cfg.HistoryMessages, maxBytes)
+		return h.HistoryWithin(ctx, session, a.cfg.HistoryMessages, maxBytes)
 	}
-	return a.cfg.History.History(session, a.cfg.HistoryMessages)
+	return a.cfg.History.History(ctx, session, a.cfg.HistoryMessages)
 }
 
 // fitHistory returns the newest messages of hist whose content totals at
@@ -245,8 +269,8 @@ func fitHistory(hist []store.Message, budget, room int) []store.Message {
 // Remember stores an answered turn: the user's message and the model's
 // reply, whole or not at all. The caller keeps the session's slot until it
 // returns, so the next turn sees it.
-func (a *Agent) Remember(session, message string, r Result) error {
-	err := a.cfg.History.AppendTurn(session,
+func (a *Agent) Remember(ctx context.Context, session, message string, r Result) error {
+	err := a.cfg.History.AppendTurn(ctx, session,
 		store.Message{Role: "user", Content: message},
 		store.Message{Role: "assistant", Content: r.Reply})
 	if err != nil {

@@ -37,7 +37,7 @@ type memHistory struct {
 	appendErr error
 }
 
-func (m *memHistory) History(session string, last int) ([]store.Message, error) {
+func (m *memHistory) History(_ context.Context, session string, last int) ([]store.Message, error) {
 	h := m.turns[session]
 	if last < len(h) {
 		h = h[len(h)-last:]
@@ -45,7 +45,7 @@ func (m *memHistory) History(session string, last int) ([]store.Message, error) 
 	return h, nil
 }
 
-func (m *memHistory) AppendTurn(session string, user, assistant store.Message) error {
+func (m *memHistory) AppendTurn(_ context.Context, session string, user, assistant store.Message) error {
 	if m.appendErr != nil {
 		return m.appendErr
 	}
@@ -81,7 +81,7 @@ func TestProcessFallback(t *testing.T) {
 			ag := New(Config{Chain: []Provider{{"a", a}, {"b", b}}, History: h, HistoryMessages: 20, HistoryBytes: 1 << 10})
 			res, err := ag.Process(context.Background(), "s1", "hi")
 			if err == nil {
-				if err := ag.Remember("s1", "hi", res); err != nil {
+				if err := ag.Remember(t.Context(), "s1", "hi", res); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -113,7 +113,7 @@ func TestMessagesCarryPromptAndHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ag.Remember("s1", "q2", res); err != nil {
+	if err := ag.Remember(t.Context(), "s1", "q2", res); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(h.turns["s1"]); got != 6 {
@@ -166,7 +166,7 @@ func TestRememberError(t *testing.T) {
 	if err != nil || res.Reply != "r" {
 		t.Fatalf("got %+v, %v", res, err)
 	}
-	if err := ag.Remember("s1", "q", res); err == nil {
+	if err := ag.Remember(t.Context(), "s1", "q", res); err == nil {
 		t.Error("a failed store must be an error")
 	}
 }

@@ -110,7 +110,7 @@ func TestHistoryLimits(t *testing.T) {
 			}
 			t.Cleanup(func() { s.Close() })
 			for i := 0; i < len(stored); i += 2 {
-				if err := s.AppendTurn("s1", stored[i], stored[i+1]); err != nil {
+				if err := s.AppendTurn(t.Context(), "s1", stored[i], stored[i+1]); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -142,9 +142,9 @@ type boundedHistory struct {
 	last, maxBytes []int
 }
 
-func (b *boundedHistory) HistoryWithin(session string, last, maxBytes int) ([]store.Message, error) {
+func (b *boundedHistory) HistoryWithin(ctx context.Context, session string, last, maxBytes int) ([]store.Message, error) {
 	b.last, b.maxBytes = append(b.last, last), append(b.maxBytes, maxBytes)
-	return b.History(session, last)
+	return b.History(ctx, session, last)
 }
 
 // TestHistoryReadBound: a BoundedHistory is read with the count and the
@@ -170,7 +170,7 @@ func TestHistoryReadBound(t *testing.T) {
 			h := &boundedHistory{}
 			ag := New(Config{Chain: []Provider{{"a", &fakeModel{reply: "r"}}}, History: h, SystemPrompt: "sys",
 				HistoryMessages: 20, HistoryBytes: tt.historyBytes, RequestBytes: requestBytes})
-			if _, err := ag.messages("s1", tt.message); err != nil {
+			if _, err := ag.messages(t.Context(), "s1", tt.message); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff([]int{20}, h.last); diff != "" {

@@ -50,6 +50,10 @@ type Options struct {
 	Scale    float64
 	Logger   *slog.Logger
 	Getenv   func(string) string // nil = os.Getenv
+	// LookupEnv tells a variable set to "" from one not set (nil:
+	// os.LookupEnv when Getenv is nil, else a variable is set when Getenv
+	// gives it a value). Only the store's dsn_env is looked up with it.
+	LookupEnv func(string) (string, bool)
 	// Clock overrides the clock (tests). With Simulate it is shared with
 	// the simulator.
 	Clock clock.Clock
@@ -64,21 +68,26 @@ type Options struct {
 
 // App is a running host.
 type App struct {
-	cfg     config.Config
-	log     *slog.Logger
-	clock   clock.Clock
-	store   store.Backend
-	gpu     *supervisor.GPU
-	provs   []*supervisor.Provider
-	coord   *wake.Coordinator
-	hub     *events.Hub
-	server  *chat.Server
-	door    *openai.Server
-	http    *http.Server
-	reqs    *requests
-	ln      net.Listener
-	sim     *sim.Sim
-	tempDir string
+	cfg   config.Config
+	log   *slog.Logger
+	clock clock.Clock
+	store store.Backend
+	// backends are the GPU backends (config.GPUBackends) and gpus their
+	// plugins, in the same order, the [conductor] backend's first; gpu
+	// routes each pod's calls to its backend's plugin.
+	backends []config.Backend
+	gpus     []*supervisor.GPU
+	gpu      pluginapi.GPU
+	provs    []*supervisor.Provider
+	coord    *wake.Coordinator
+	hub      *events.Hub
+	server   *chat.Server
+	door     *openai.Server
+	http     *http.Server
+	reqs     *requests
+	ln       net.Listener
+	sim      *sim.Sim
+	tempDir  string
 
 	metrics *metrics.Metrics
 	// onChange are called, in order, with every stored change of a pod's
@@ -94,15 +103,29 @@ type App struct {
 	page http.Handler
 }
 
+// environment fills Getenv and LookupEnv: the process's environment when
+// neither is set, else LookupEnv from Getenv (a variable is set when it is
+// not empty).
+func (o *Options) environment() {
+	if o.LookupEnv == nil && o.Getenv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.LookupEnv == nil {
+		getenv := o.Getenv
+		o.LookupEnv = func(k string) (string, bool) { v := getenv(k); return v, v != "" }
+	}
+}
+
 // New builds the host and starts everything but the HTTP server. On error
 // everything started so far is stopped again.
 func New(ctx context.Context, o Options) (a *App, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
+	o.environment()
 	cfg, err := config.Load(o.ConfigPath)
 	if err != nil {
 		return nil, err
@@ -134,12 +157,12 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		a.clock = clock.Real()
 	}
 
-	if a.store, err = a.openStore(ctx, dataDir, o.Getenv); err != nil {
+	if a.store, err = a.openStore(ctx, dataDir, o.LookupEnv); err != nil {
 		return nil, err
 	}
 	// The store prunes in the background until it is closed.
 	retention := store.Retention{HistoryMaxAge: cfg.Store.HistoryMaxAge.Duration, HistoryMaxSessions: cfg.Store.HistoryMaxSessions}
-	if err := a.store.StartPruning(retention, cfg.Store.PruneInterval.Duration, a.log); err != nil {
+	if err := a.store.Retainer.StartPruning(retention, cfg.Store.PruneInterval.Duration, a.log); err != nil {
 		return nil, err
 	}
 	replies, err := cfg.ParsedReplies()
@@ -166,21 +189,23 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if cfg.Store.Backend == config.BackendPostgres {
 		takeover = cfg.Store.Lease.Duration / 2
 	}
+	stops, credentials := a.podPolicies()
 	a.coord = wake.New(wake.Config{
-		Pod: pod, Records: a.store, Wakes: a.store, GPU: a.gpu, Clock: a.clock, Logger: a.log,
-		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: cfg.Conductor.StartTimeout.Duration,
+		Pod: pod, Records: a.store.Records, Wakes: a.store.WakeLog, GPU: a.gpu, Clock: a.clock, Logger: a.log,
+		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: startCap(a.backends),
+		Stops: stops, Credentials: credentials,
 		Changed: a.changed,
 		Probe:   a.probers(), ProbeInterval: cfg.Timings.ProbeInterval.Duration,
-		Leases: a.store, Takeover: takeover,
+		Leases: a.store.Leases, Takeover: takeover,
 		Subscribers: a.hub,
 	})
 	// The other hosts' changes come from the store (before the records
 	// are read, so that none falls between); then the hub and the metrics
 	// start from the stored records.
-	if err := a.followElsewhere(); err != nil {
+	if err := a.followElsewhere(ctx); err != nil {
 		return nil, err
 	}
-	recs, err := a.store.Records()
+	recs, err := a.store.Records.Records(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the wake records: %w", err)
 	}
@@ -216,20 +241,21 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	}
 	// One turn service for both doors: a burst across them makes one wake.
 	turns := turn.New(turn.Config{
-		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store, Events: a.hub, Clock: a.clock, Logger: a.log,
+		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store.Pendings, Events: a.hub, Clock: a.clock, Logger: a.log,
 		Activity: a.coord,
 	})
 	a.server = chat.New(chat.Config{
 		Agent: agent.New(agent.Config{
-			Chain: chain, Others: others, History: a.store,
+			Chain: chain, Others: others, History: a.store.History,
 			SystemPrompt: cfg.Agent.SystemPrompt, HistoryMessages: cfg.Agent.HistoryMessages, HistoryBytes: cfg.Agent.HistoryBytes,
 			RequestBytes: pluginapi.MaxMessageBytes,
 		}),
-		Service: turns, Wake: a.coord, Policy: pod, Pods: views, Turns: sessionTurns(a.store), Clock: a.clock, Logger: a.log,
+		Service: turns, Wake: a.coord, Policy: pod, Pods: views, Turns: a.store.Turns, Clock: a.clock, Logger: a.log,
 		MaxBody:         cfg.Server.MaxBodyBytes,
 		Ready:           a.ready,
 		Events:          a.hub,
 		EventsKeepalive: cfg.Server.EventsKeepalive.Duration,
+		MaxEventStreams: cfg.Server.MaxEventStreams,
 		Metrics:         a.metrics,
 	})
 	if a.door, err = a.openAIDoor(o.Getenv, models, turns); err != nil {
@@ -273,27 +299,28 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 // in dataDir, or the PostgreSQL database whose connection string is in the
 // variable [store] dsn_env names (never quoted in an error). A pending
 // wake lives as long as its wake's watch (wake_watch).
-func (a *App) openStore(ctx context.Context, dataDir string, getenv func(string) string) (store.Backend, error) {
+func (a *App) openStore(ctx context.Context, dataDir string, lookupEnv func(string) (string, bool)) (store.Backend, error) {
 	cfg := a.cfg
 	ttl := cfg.Timings.WakeWatch.Duration
 	if cfg.Store.Backend != config.BackendPostgres {
-		s, err := store.Options{Now: a.clock.Now, PendingTTL: ttl}.Open(filepath.Join(dataDir, "wake.db"))
+		s, err := store.Options{Now: a.clock.Now, PendingTTL: ttl, SessionHistoryBytes: cfg.Store.SessionHistoryBytes}.Open(filepath.Join(dataDir, "wake.db"))
 		if err != nil {
-			return nil, err // not a nil *store.Store in the interface
+			return store.Backend{}, err
 		}
-		return s, nil
+		return s.Backend(), nil
 	}
-	dsn, err := postgresDSN(cfg, getenv)
+	dsn, err := postgresDSN(cfg, lookupEnv)
 	if err != nil {
-		return nil, err
+		return store.Backend{}, err
 	}
 	s, err := postgres.Open(ctx, dsn, postgres.Options{
-		Now: a.clock.Now, PendingTTL: ttl, Lease: cfg.Store.Lease.Duration, DSNEnv: cfg.Store.DSNEnv, Logger: a.log,
+		Now: a.clock.Now, PendingTTL: ttl, SessionHistoryBytes: cfg.Store.SessionHistoryBytes,
+		Lease: cfg.Store.Lease.Duration, DSNEnv: cfg.Store.DSNEnv, Logger: a.log,
 	})
 	if err != nil {
-		return nil, err
+		return store.Backend{}, err
 	}
-	return s, nil
+	return s.Backend(), nil
 }
 
 // Addr is the address the HTTP server listens on.
@@ -399,13 +426,13 @@ func (a *App) close(ctx context.Context, graceRanOut bool) error {
 	for _, p := range a.provs {
 		p.Close()
 	}
-	if a.gpu != nil {
-		a.gpu.Close()
+	for _, g := range a.gpus {
+		g.Close()
 	}
 	if a.server != nil {
 		a.server.Drain(ctx) // an answered turn is stored after its handler returns
 	}
-	if a.store != nil {
+	if a.store.Close != nil {
 		if err := a.store.Close(); err != nil {
 			errs = append(errs, fmt.Errorf("store: %w", err))
 		}
@@ -419,19 +446,17 @@ func (a *App) close(ctx context.Context, graceRanOut bool) error {
 	return errors.Join(errs...)
 }
 
-// sessionTurns is the store's one-turn-per-session rule when it has one (a
-// store the hosts share), else nil: the chat server's own slots are the
-// rule.
-func sessionTurns(s store.Backend) store.Turns {
-	t, _ := s.(store.Turns)
-	return t
-}
-
-// ready is /readyz: config loaded (it is, or New failed), store open, both
-// plugin kinds handshaken.
+// ready is /readyz: config loaded (it is, or New failed), store open, every
+// plugin handshaken: each backend's GPU plugin and each provider's.
 func (a *App) ready() error {
-	if !a.gpu.Ready() {
-		return errors.New("conductor plugin not running")
+	for i, g := range a.gpus {
+		switch {
+		case g.Ready():
+		case i == 0:
+			return errors.New("conductor plugin not running")
+		default:
+			return fmt.Errorf("GPU plugin of backend %s not running", a.backends[i].Name)
+		}
 	}
 	for _, p := range a.provs {
 		if !p.Ready() {

@@ -11,9 +11,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/wakeonchat/wakeonchat/host/config"
+	"github.com/wakeonchat/wakeonchat/plugins/command"
 	"github.com/wakeonchat/wakeonchat/plugins/conductor"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 	openai "github.com/wakeonchat/wakeonchat/plugins/provider-openai"
+	"github.com/wakeonchat/wakeonchat/plugins/runpod"
 )
 
 // PluginMode is the first argument that makes wakehost serve one of its
@@ -22,11 +24,14 @@ import (
 const PluginMode = "plugin"
 
 // builtins are the plugins built into wakehost, by the names wake.toml
-// gives them (the defaults of conductor.plugin and providers[].plugin),
-// with the body each serves: the one its separate binary's main runs.
+// gives them (the defaults of conductor.plugin, backends[].plugin and
+// providers[].plugin), with the body each serves: the one its separate
+// binary's main runs.
 var builtins = map[string]func(hclog.Logger) error{
 	config.DefaultConductorPlugin: conductor.Serve,
+	config.DefaultRunPodPlugin:    runpod.Serve,
 	config.DefaultProviderPlugin:  openai.Serve,
+	config.DefaultCommandPlugin:   command.Serve,
 }
 
 // Builtins are the names of the plugins built into wakehost, sorted.

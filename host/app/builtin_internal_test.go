@@ -3,6 +3,7 @@ package app
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -57,13 +58,19 @@ func TestPluginCommand(t *testing.T) {
 	}
 }
 
-// Every built-in name is a default plugin name of wake.toml's, and both
-// defaults are built in: the default config starts from wakehost alone.
+// Every built-in name is a default plugin name of wake.toml's, and the
+// defaults are built in: the default config, and a RunPod backend, start
+// from wakehost alone.
 func TestBuiltinsAreTheDefaults(t *testing.T) {
 	t.Parallel()
-	want := []string{config.DefaultConductorPlugin, config.DefaultProviderPlugin}
+	want := []string{config.DefaultConductorPlugin, config.DefaultProviderPlugin, config.DefaultRunPodPlugin}
 	if diff := cmp.Diff(want, Builtins()); diff != "" {
 		t.Errorf("Builtins (-want +got):\n%s", diff)
+	}
+	for _, kind := range []string{config.KindConductor, config.KindRunPod} {
+		if p := config.DefaultBackend(kind).Plugin; !slices.Contains(Builtins(), p) {
+			t.Errorf("the default plugin of a %s backend, %q, is not built in", kind, p)
+		}
 	}
 	def := config.DefaultConfig()
 	if def.Conductor.Plugin != config.DefaultConductorPlugin || def.Providers[0].Plugin != config.DefaultProviderPlugin {

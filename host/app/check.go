@@ -20,8 +20,9 @@ import (
 // applies them), resolves every plugin to its file in plugins.dir or to a
 // built-in in o.Executable and checks that it is an executable file,
 // builds the wake policy from the reply templates and the door's
-// recognizer of them, and, for the postgres store, checks that the
-// connection string's variable is set (o.Getenv; nil is os.Getenv).
+// recognizer of them, and checks that the variables a start needs are set
+// (o.Getenv; nil is os.Getenv): a RunPod backend's API key, and for the
+// postgres store the connection string.
 //
 // It returns a one-line summary when there is no problem (with the
 // default shutdown grace, which a service manager's stop timeout must
@@ -30,9 +31,7 @@ import (
 // the decoder gives them; loading stops there) or, past them, one per
 // plugin, template or variable, naming the key.
 func Check(o Options) (string, []error) {
-	if o.Getenv == nil {
-		o.Getenv = os.Getenv
-	}
+	o.environment()
 	cfg, err := config.Load(o.ConfigPath)
 	if err != nil {
 		if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -67,12 +66,20 @@ func Check(o Options) (string, []error) {
 			plugins = append(plugins, p)
 		}
 	}
-	checkPlugin("conductor.plugin", cfg.Conductor.Plugin)
-	var pods []string
+	// Each GPU backend's plugin, and the RunPod API key each needs.
+	for _, b := range cfg.GPUBackends() {
+		checkPlugin(b.Table+".plugin", b.Plugin)
+		var ce *config.Error
+		if err := runPodKeySet(b, o.Getenv); errors.As(err, &ce) {
+			ce.File = cfg.Path
+			problems = append(problems, ce)
+		}
+	}
+	var podNames []string
 	for i, p := range cfg.Providers {
 		checkPlugin(fmt.Sprintf("providers[%d].plugin", i), p.Plugin)
-		if p.Pod != "" && !slices.Contains(pods, p.Pod) {
-			pods = append(pods, p.Pod)
+		if p.Pod != "" && !slices.Contains(podNames, p.Pod) {
+			podNames = append(podNames, p.Pod)
 		}
 	}
 
@@ -89,7 +96,7 @@ func Check(o Options) (string, []error) {
 	// The store.
 	store := cfg.Store.Backend
 	if store == config.BackendPostgres {
-		if _, err := postgresDSN(cfg, o.Getenv); err != nil {
+		if _, err := postgresDSN(cfg, o.LookupEnv); err != nil {
 			problems = append(problems, err)
 		}
 	} else {
@@ -102,8 +109,12 @@ func Check(o Options) (string, []error) {
 	if len(problems) > 0 {
 		return "", problems
 	}
+	pods := count(len(podNames), "pod")
+	if len(cfg.Backends) > 0 {
+		pods += ", " + count(len(cfg.GPUBackends()), "GPU backend")
+	}
 	return fmt.Sprintf("%s: ok (%s, %s, store %s, plugins: %s, shutdown grace %v)", o.ConfigPath,
-		count(len(cfg.Providers), "provider"), count(len(pods), "pod"), store, strings.Join(plugins, ", "), shutdownGrace(cfg)), nil
+		count(len(cfg.Providers), "provider"), pods, store, strings.Join(plugins, ", "), shutdownGrace(cfg)), nil
 }
 
 // count is n and noun, plural unless n is 1.
@@ -116,11 +127,14 @@ func count(n int, noun string) string {
 
 // postgresDSN is the PostgreSQL connection string from the variable
 // [store] dsn_env names; its error names the variable, never a value.
-func postgresDSN(cfg config.Config, getenv func(string) string) (string, error) {
+func postgresDSN(cfg config.Config, lookupEnv func(string) (string, bool)) (string, error) {
 	env := cfg.Store.DSNEnv
-	dsn := getenv(env)
-	if dsn == "" {
+	dsn, set := lookupEnv(env)
+	switch {
+	case !set:
 		return "", fmt.Errorf("store.dsn_env: %s is not set: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
+	case dsn == "":
+		return "", fmt.Errorf("store.dsn_env: %s is empty: [store] backend = %q reads its connection string there", env, config.BackendPostgres)
 	}
 	return dsn, nil
 }

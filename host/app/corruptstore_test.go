@@ -100,7 +100,7 @@ func goodStoreFile(t *testing.T) (data []byte, used int) {
 	for i := range 100 {
 		user := store.Message{Role: store.RoleUser, Content: fmt.Sprintf("question %d", i)}
 		reply := store.Message{Role: store.RoleAssistant, Content: strings.Repeat("an answer ", 50)}
-		if err := s.AppendTurn(fmt.Sprintf("session-%03d", i), user, reply); err != nil {
+		if err := s.AppendTurn(t.Context(), fmt.Sprintf("session-%03d", i), user, reply); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 
 	"github.com/wakeonchat/wakeonchat/host/store"
@@ -18,12 +19,11 @@ const lineElsewhereUnread = "record change from another host unread"
 // none): each reaches the event hub, so every replica's streams and held
 // requests see it, and the pod state metric, within about a second of the
 // other host's commit.
-func (a *App) followElsewhere() error {
-	ch, ok := a.store.(store.Changes)
-	if !ok {
+func (a *App) followElsewhere(ctx context.Context) error {
+	if a.store.Changes == nil {
 		return nil
 	}
-	return ch.OnRecordChange(a.changedElsewhere)
+	return a.store.Changes.OnRecordChange(ctx, a.changedElsewhere)
 }
 
 // changedElsewhere is the store's OnRecordChange. The coordinator reads the

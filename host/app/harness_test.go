@@ -57,6 +57,9 @@ type hostOptions struct {
 	// postgres, when set, is the connection string of a PostgreSQL store
 	// ([store] backend = "postgres"), in the variable WAKE_TEST_STORE_DSN.
 	postgres string
+	// sessionHistoryBytes and historyBytes are [store]
+	// session_history_bytes and [agent] history_bytes (0: the defaults).
+	sessionHistoryBytes, historyBytes int
 	// env is what Options.Getenv returns; nothing else is read from the
 	// process environment.
 	env map[string]string
@@ -86,6 +89,9 @@ func writeConfig(t *testing.T, o hostOptions) string {
 		StartTimeout:    startTimeout,
 		APIKeyEnv:       o.apiKeyEnv,
 		StoreDSNEnv:     storeDSNEnv(o.postgres),
+
+		SessionHistoryBytes: o.sessionHistoryBytes,
+		HistoryBytes:        o.historyBytes,
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/config"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 	"github.com/wakeonchat/wakeonchat/host/supervisor"
@@ -18,31 +19,48 @@ import (
 // simulator's model takes any key, and a demo needs none.
 const simulatedKey = "simulated"
 
-// startPlugins launches the conductor plugin and one provider plugin per
-// configured provider, each with an explicit environment: the conductor gets
-// RIG_WAKE_TOKEN, a provider only its own key variable. Each is its file in
-// plugins.dir, or else, built in, self in plugin mode (pluginCommand).
+// startPlugins launches one GPU plugin per GPU backend (the [conductor]
+// table's and each [[backends]] table's) and one provider plugin per
+// configured provider, each with an explicit environment: a GPU plugin
+// gets only what its backend needs (backendEnv: the conductor's
+// RIG_WAKE_TOKEN, a RunPod backend's key, the variables a command backend
+// passes on), a provider only its own key variable. Each is its file in
+// plugins.dir, or else, built in, self in plugin mode (pluginCommand). The
+// coordinator and the resolvers get a.gpu, which routes each pod to its
+// backend's plugin.
 func (a *App) startPlugins(ctx context.Context, getenv func(string) string, simulate bool, self string) error {
 	c := a.cfg
-	gpuEnv := []string{
-		pluginapi.EnvConductorURL + "=" + c.Conductor.URL,
-		pluginapi.EnvLookupTimeout + "=" + c.Conductor.LookupTimeout.String(),
-		pluginapi.EnvStartTimeout + "=" + c.Conductor.StartTimeout.String(),
+	a.backends = c.GPUBackends()
+	router := gpuRouter{byPod: map[string]pluginapi.GPU{}}
+	for _, b := range a.backends {
+		env, secrets, err := backendEnv(b, getenv)
+		if err != nil {
+			return err
+		}
+		path, args, _ := pluginCommand(c, b.Plugin, self)
+		log := a.log
+		if b.Table != "conductor" {
+			log = log.With("backend", b.Name)
+		}
+		g := supervisor.NewGPU(supervisor.Spec{
+			Name: b.Plugin, Path: path, Args: args, Env: env, Secrets: secrets,
+			Logger: log, Metrics: a.metrics,
+		})
+		a.gpus = append(a.gpus, g)
+		a.metrics.WatchPlugin(b.Plugin, g.Ready)
+		if err := g.Start(ctx); err != nil {
+			return fmt.Errorf("%s.plugin: %w", b.Table, err)
+		}
+		if router.def == nil {
+			router.def = g // the [conductor] backend's, first
+		}
+		for _, p := range c.Providers {
+			if p.Pod != "" && config.BackendOf(p) == b.Name {
+				router.byPod[p.Pod] = g
+			}
+		}
 	}
-	var secrets []string
-	if tok := getenv(pluginapi.EnvWakeToken); tok != "" {
-		gpuEnv = append(gpuEnv, pluginapi.EnvWakeToken+"="+tok)
-		secrets = append(secrets, tok)
-	}
-	path, args, _ := pluginCommand(c, c.Conductor.Plugin, self)
-	a.gpu = supervisor.NewGPU(supervisor.Spec{
-		Name: c.Conductor.Plugin, Path: path, Args: args, Env: gpuEnv, Secrets: secrets,
-		Logger: a.log, Metrics: a.metrics,
-	})
-	a.metrics.WatchPlugin(c.Conductor.Plugin, a.gpu.Ready)
-	if err := a.gpu.Start(ctx); err != nil {
-		return fmt.Errorf("conductor.plugin: %w", err)
-	}
+	a.gpu = router
 	for i, p := range c.Providers {
 		env := []string{pluginapi.EnvCompletionTimeout + "=" + c.Timings.CompletionTimeout.String()}
 		var secrets []string
@@ -85,7 +103,7 @@ func (a *App) models(getenv func(string) string, simulate bool, observer resolve
 			r, ok := resolvers[key]
 			if !ok {
 				r = resolve.NewResolver(a.gpu, p.Pod, p.Path)
-				r.SetLookupTimeout(a.cfg.Conductor.LookupTimeout.Duration + time.Second)
+				r.SetLookupTimeout(a.backendOf(p.Pod).LookupCap() + time.Second)
 				r.SetObserver(observer)
 				resolvers[key] = r
 			}

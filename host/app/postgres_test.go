@@ -15,7 +15,7 @@ import (
 )
 
 // TestPostgresStartupErrors: [store] backend = "postgres" with its variable
-// unset, or with a database that does not answer, stops app.New with an
+// unset or empty, or with a database that does not answer, stops app.New with an
 // error naming the key or the variable, never the connection string.
 func TestPostgresStartupErrors(t *testing.T) {
 	pgtest.Need(t)
@@ -28,10 +28,12 @@ func TestPostgresStartupErrors(t *testing.T) {
 	pgtest.Exec(t, tooNew, `INSERT INTO wake_schema VALUES ($1)`, postgres.SchemaVersion+7)
 	for _, tc := range []struct {
 		name, dsn, want string
+		empty           bool // the variable is set, to ""
 	}{
-		{"variable unset", "", "store.dsn_env: WAKE_TEST_STORE_DSN is not set"},
-		{"unreachable", unreachable, "the PostgreSQL database in WAKE_TEST_STORE_DSN is unreachable: ECONNREFUSED"},
-		{"schema too new", tooNew, "newer than this host's"},
+		{"variable unset", "", "store.dsn_env: WAKE_TEST_STORE_DSN is not set", false},
+		{"variable empty", "", "store.dsn_env: WAKE_TEST_STORE_DSN is empty", true},
+		{"unreachable", unreachable, "the PostgreSQL database in WAKE_TEST_STORE_DSN is unreachable: ECONNREFUSED", false},
+		{"schema too new", tooNew, "newer than this host's", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := e2e.WriteConfig(t, e2e.Config{StoreDSNEnv: "WAKE_TEST_STORE_DSN"})
@@ -43,6 +45,12 @@ func TestPostgresStartupErrors(t *testing.T) {
 						return tc.dsn
 					}
 					return ""
+				},
+				LookupEnv: func(k string) (string, bool) {
+					if k == "WAKE_TEST_STORE_DSN" {
+						return tc.dsn, tc.dsn != "" || tc.empty
+					}
+					return "", false
 				},
 				Clock:     clock.NewFake(t0),
 				PluginDir: binDir,

@@ -309,7 +309,7 @@ func TestThreeReplicas(t *testing.T) {
 }
 
 // elsewhereWithin is how soon a change one replica stores reaches another's
-// event stream (issue 13: within 1 s).
+// event stream (#13: within 1 s).
 const elsewhereWithin = time.Second
 
 // nextState is the stream's next pod event in state, skipping others; it

@@ -1,13 +1,17 @@
 package app_test
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 	"github.com/wakeonchat/wakeonchat/host/store"
 )
 
@@ -33,13 +37,13 @@ func TestHostPrunesStoreAtStart(t *testing.T) {
 	}
 	turn := func(session string) func(s *store.Store) error {
 		return func(s *store.Store) error {
-			return s.AppendTurn(session, store.Message{Role: store.RoleUser, Content: "q"}, store.Message{Role: store.RoleAssistant, Content: "a"})
+			return s.AppendTurn(t.Context(), session, store.Message{Role: store.RoleUser, Content: "q"}, store.Message{Role: store.RoleAssistant, Content: "a"})
 		}
 	}
 	put(t0.Add(-721*time.Hour), turn("stale"))
 	put(t0.Add(-time.Hour), turn("recent"))
 	put(t0, func(s *store.Store) error {
-		return s.PutPending("recent", store.Pending{Key: "k", Pod: "qwen", CreatedAt: t0.Add(-36 * time.Minute)})
+		return s.PutPending(t.Context(), "recent", store.Pending{Key: "k", Pod: "qwen", CreatedAt: t0.Add(-36 * time.Minute)})
 	})
 
 	clk := clock.NewFake(t0)
@@ -60,11 +64,67 @@ func TestHostPrunesStoreAtStart(t *testing.T) {
 	}
 	defer s.Close()
 	for session, want := range map[string]int{"stale": 0, "recent": 2} {
-		if msgs, err := s.History(session, 10); err != nil || len(msgs) != want {
+		if msgs, err := s.History(t.Context(), session, 10); err != nil || len(msgs) != want {
 			t.Errorf("session %s after the host: %d messages, %v; want %d", session, len(msgs), err, want)
 		}
 	}
-	if _, ok, err := s.Pending("recent"); err != nil || ok {
+	if _, ok, err := s.Pending(t.Context(), "recent"); err != nil || ok {
 		t.Errorf("pending wake after the host: ok %v, %v; want none", ok, err)
 	}
+}
+
+// TestSessionHistoryBounded: one client sending 100 turns of 100 KiB to one
+// session leaves wake.db within what the session budget allows
+// ([store] session_history_bytes, 256 KiB here), not the 20 MB it sent: the
+// store keeps only the newest turns that fit, and bbolt reuses the pages of
+// the ones it deletes.
+func TestSessionHistoryBounded(t *testing.T) {
+	const (
+		budget  = 256 << 10
+		message = 100 << 10
+		turns   = 100
+		// The bound: the one session's budget and bbolt's room around it.
+		// The file grows in powers of two, and the pages of a deleted turn
+		// are free only from the next transaction on.
+		bound = 2 << 20
+	)
+	clk := clock.NewFake(t0)
+	dataDir := t.TempDir()
+	h := startHost(t, hostOptions{
+		conductorURL: startSim(t, clk).URL(), dataDir: dataDir, clock: clk,
+		sessionHistoryBytes: budget, historyBytes: 64 << 10,
+	})
+	if got := h.ask(t, "big", "hello"); got != e2e.ReplyWaking {
+		t.Fatalf("first ask: %q, want %q", got, e2e.ReplyWaking)
+	}
+	stepUntilLine(t, clk, h.log, lineReady, time.Minute)
+	for i := range turns {
+		text := fmt.Sprintf("turn %d ", i) + strings.Repeat("x", message)
+		if got := h.ask(t, "big", text); got != "echo: "+text {
+			t.Fatalf("turn %d: a reply of %d bytes, want the echo", i, len(got))
+		}
+	}
+	if err := h.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dataDir, "wake.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > bound {
+		t.Errorf("wake.db is %d bytes after %d turns of %d bytes in one session, want at most %d", fi.Size(), turns, message, bound)
+	}
+	s, err := store.Open(filepath.Join(dataDir, "wake.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	msgs, err := s.History(t.Context(), "big", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 2 || !strings.HasPrefix(msgs[0].Content, fmt.Sprintf("turn %d ", turns-1)) {
+		t.Errorf("the session keeps %d messages, want the last turn alone (two of about 100 KiB fill the 256 KiB budget)", len(msgs))
+	}
+	t.Logf("wake.db: %d bytes", fi.Size())
 }

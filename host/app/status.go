@@ -14,12 +14,15 @@ import (
 // store and the plugins' health from their supervisors; pod is the
 // machine, for the reply a turn would get.
 func (a *App) statusPage(pod *machines.Pod) http.Handler {
-	plugins := []status.Plugin{{For: "conductor", Health: a.gpu}}
+	plugins := []status.Plugin{{For: "conductor", Health: a.gpus[0]}}
+	for i, b := range a.backends[1:] {
+		plugins = append(plugins, status.Plugin{For: "backend " + b.Name, Health: a.gpus[i+1]})
+	}
 	for i, p := range a.cfg.Providers {
 		plugins = append(plugins, status.Plugin{For: "provider " + p.Name, Health: a.provs[i]})
 	}
 	return status.New(status.Config{
-		Names: a.configuredPods(), Pods: a.hub, Policy: pod, Estimate: a.coord.Estimate, Wakes: a.store,
+		Names: a.configuredPods(), Pods: a.hub, Policy: pod, Estimate: a.coord.Estimate, Wakes: a.store.WakeLog,
 		Plugins: plugins, Clock: a.clock, Logger: a.log,
 	}).Handler()
 }

@@ -81,17 +81,30 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			// connection's next request meanwhile (it reads none until the
 			// handler returns), and the slot, and the session's turn on a
 			// shared store, are held until it is stored.
-			go s.store(req.SessionID, remember, func() { count(result) })
+			go s.store(context.WithoutCancel(r.Context()), req.SessionID, remember, func() { count(result) })
 			return
 		}
 		count(result)
-		s.endTurn(req.SessionID, turnTaken)
+		s.endTurn(context.WithoutCancel(r.Context()), req.SessionID, turnTaken)
 	}()
-	if refused, mayRun := s.takeTurn(w, r.Context(), req.SessionID); !mayRun {
-		result = refused
-		return
+	// A turn in the default mode takes the session's turn on the shared
+	// store only once it may reach a model (hold, below): a turn the
+	// machine answers calls no model and stores nothing. Wait and resume
+	// keep a pending wake of the session: they hold it from the start.
+	hold := func(ctx context.Context) error {
+		if err := s.takeTurn(ctx, req.SessionID); err != nil {
+			return err
+		}
+		turnTaken = true
+		return nil
 	}
-	turnTaken = true
+	if req.WakeMode != ModeLegacy {
+		if err := hold(r.Context()); err != nil {
+			result = s.failed(w, r.Context(), req.SessionID, err)
+			return
+		}
+		hold = nil
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			// A crashing provider, plugin adapter or store never takes the host
@@ -100,7 +113,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			writeProviderFailed(w)
 		}
 	}()
-	out, err := s.run(r.Context(), req)
+	out, err := s.run(r.Context(), req, hold)
 	result = s.answer(w, r.Context(), req, out, err)
 }
 
@@ -108,7 +121,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 // answer or the policy's reply by default (D4); pinned to the chain's first
 // provider, a pending wake instead of a run, with wait; the pending wake's
 // prompt run once, with resume (#715).
-func (s *Server) run(ctx context.Context, req request) (turn.Outcome[agent.Result], error) {
+func (s *Server) run(ctx context.Context, req request, hold func(context.Context) error) (turn.Outcome[agent.Result], error) {
 	switch req.WakeMode {
 	case ModeWait:
 		provider := s.cfg.Agent.First()
@@ -118,7 +131,7 @@ func (s *Server) run(ctx context.Context, req request) (turn.Outcome[agent.Resul
 			func(provider string) turn.Call[agent.Result] { return s.pinned(req, provider) })
 	}
 	return turn.Run(ctx, s.cfg.Service, turn.Ask{Send: resolve.Retry}, func(ctx context.Context, _ resolve.Send) (agent.Result, error) {
-		return s.cfg.Agent.Process(ctx, req.SessionID, req.Message)
+		return s.cfg.Agent.ProcessHeld(ctx, req.SessionID, req.Message, hold)
 	})
 }
 
@@ -149,7 +162,7 @@ func (s *Server) answer(w http.ResponseWriter, ctx context.Context, req request,
 	case err != nil:
 		return s.failed(w, ctx, req.SessionID, err)
 	case out.Answered:
-		return s.answered(w, req, out.Answer)
+		return s.answered(w, ctx, req, out.Answer)
 	}
 	rep := reply{Reply: out.Said.Decision.Text, SessionID: req.SessionID}
 	if p := out.Said.Pending; p != nil {
@@ -181,11 +194,12 @@ func (s *Server) failed(w http.ResponseWriter, ctx context.Context, session stri
 //
 // The store is left to the handler's end (see store): answered marks the
 // slot finishing with what remains to do.
-func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) string {
+func (s *Server) answered(w http.ResponseWriter, ctx context.Context, req request, res agent.Result) string {
+	ctx = context.WithoutCancel(ctx) // the turn is stored after its handler returned
 	// Finishing before the reply leaves: a client may send its next turn
 	// the moment it reads the reply, and that turn must wait, not get a 409.
-	s.slots.finish(req.SessionID, func() error { return s.cfg.Agent.Remember(req.SessionID, req.Message, res) })
-	s.finishTurn(req.SessionID)
+	s.slots.finish(req.SessionID, func() error { return s.cfg.Agent.Remember(ctx, req.SessionID, req.Message, res) })
+	s.finishTurn(ctx, req.SessionID)
 	jsonhttp.Write(w, http.StatusOK, reply{Reply: res.Reply, SessionID: req.SessionID})
 	http.NewResponseController(w).Flush() // the reply leaves now, not when the handler returns
 	return metrics.ResultAnswered
@@ -195,8 +209,8 @@ func (s *Server) answered(w http.ResponseWriter, req request, res agent.Result) 
 // turn, counts it, then releases the session's slot. A store that fails or
 // panics is logged and never takes the host down; the slot is released
 // whatever happens.
-func (s *Server) store(session string, remember func() error, count func()) {
-	defer s.endTurn(session, true) // an answered turn had taken it
+func (s *Server) store(ctx context.Context, session string, remember func() error, count func()) {
+	defer s.endTurn(ctx, session, true) // an answered turn had taken it
 	defer count()
 	defer func() {
 		if p := recover(); p != nil {
@@ -231,33 +245,34 @@ func (l logErr) LogValue() slog.Value {
 // busy is the 409 of a turn while another of its session runs.
 const busy = "a turn is already in flight for this session"
 
+// errBusy is a turn of a session whose turn another host runs (Config.Turns).
+var errBusy = errors.New(busy)
+
 // takeTurn claims session's turn on the store the hosts share
-// (Config.Turns), after the process's own slot: 409 while a turn of the
-// session runs on another host, the generic 502 when the store fails. It
-// reports whether the turn may run; without Turns it always may. When it
-// may not, result is the turn metrics' class of what was answered.
-func (s *Server) takeTurn(w http.ResponseWriter, ctx context.Context, session string) (result string, ok bool) {
+// (Config.Turns), after the process's own slot: errBusy while a turn of the
+// session runs on another host (409), the store's error when it fails (the
+// generic 502). Without Turns a turn always may run.
+func (s *Server) takeTurn(ctx context.Context, session string) error {
 	if s.cfg.Turns == nil {
-		return "", true
+		return nil
 	}
 	ok, err := s.cfg.Turns.TakeTurn(ctx, session)
 	switch {
 	case err != nil:
-		return s.failed(w, ctx, session, err), false
+		return err
 	case !ok:
-		jsonhttp.Error(w, http.StatusConflict, busy)
-		return metrics.ResultConflict, false
+		return errBusy
 	}
-	return "", true
+	return nil
 }
 
 // finishTurn marks session's turn replied to on the shared store, so that
 // its next turn on another host waits for it to be stored instead of a 409.
-func (s *Server) finishTurn(session string) {
+func (s *Server) finishTurn(ctx context.Context, session string) {
 	if s.cfg.Turns == nil {
 		return
 	}
-	if err := s.cfg.Turns.FinishTurn(session); err != nil {
+	if err := s.cfg.Turns.FinishTurn(ctx, session); err != nil {
 		s.cfg.Logger.Warn(lineTurnHold, "session", session, "err", logErr{err})
 	}
 }
@@ -265,9 +280,9 @@ func (s *Server) finishTurn(session string) {
 // endTurn ends session's turn: frees it on the shared store when it was
 // taken there (takeTurn), then releases the process's slot, which lets the
 // session's next turn in.
-func (s *Server) endTurn(session string, taken bool) {
+func (s *Server) endTurn(ctx context.Context, session string, taken bool) {
 	if taken && s.cfg.Turns != nil {
-		if err := s.cfg.Turns.ReleaseTurn(session); err != nil {
+		if err := s.cfg.Turns.ReleaseTurn(ctx, session); err != nil {
 			s.cfg.Logger.Warn(lineTurnHold, "session", session, "err", logErr{err})
 		}
 	}

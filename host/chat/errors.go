@@ -40,6 +40,7 @@ type errorClass struct {
 // codes maps each kind of error a turn ends with to its answer. Any other
 // error is a provider failure (failedClass).
 var codes = map[error]errorClass{
+	errBusy:                 {status: http.StatusConflict, message: busy, result: metrics.ResultConflict},
 	turn.ErrNoPending:       {status: http.StatusConflict, message: "no pending wake for this session", result: metrics.ResultConflict},
 	turn.ErrPendingMismatch: {status: http.StatusConflict, message: "pendingWake does not match this session's pending wake", result: metrics.ResultConflict},
 	turn.ErrPodGone:         {status: http.StatusConflict, message: "the pod this wake was pinned to is no longer configured", result: metrics.ResultConflict},

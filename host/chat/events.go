@@ -3,7 +3,11 @@ package chat
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/events"
@@ -21,9 +25,28 @@ type Events interface {
 // comment, in wall time: proxies cut a silent response (nginx after 60 s).
 const DefaultEventsKeepalive = 15 * time.Second
 
+// DefaultMaxEventStreams is how many event streams may be open at once when
+// Config.MaxEventStreams is not set: each costs about 36 KB and a file
+// descriptor (docs/operations.md, server.max_event_streams).
+const DefaultMaxEventStreams = 1000
+
+// streamsRetryAfter is the Retry-After, in seconds, of a stream refused at
+// the cap.
+const streamsRetryAfter = "30"
+
+// capLogEvery is how often, at most, the refusals at the cap are logged.
+const capLogEvery = time.Minute
+
 // streamWriteWait caps each write to an event stream: a client that reads
-// nothing for this long is cut, and its subscription with it.
+// nothing for this long (its connection's buffers are full) is closed, and
+// its subscription with it. Nothing more can reach it, so it gets no end
+// event.
 const streamWriteWait = 30 * time.Second
+
+// streamEndWait caps the write of a stream's end event: a client that does
+// not take its last event this soon is simply closed, and does not hold the
+// host's shutdown up for a whole streamWriteWait.
+const streamEndWait = 5 * time.Second
 
 // podEvent is one event of GET /api/pods/{name}/events: the pod's state as
 // the machine has it, with no lookup of its own. It never carries a URL.
@@ -75,7 +98,9 @@ type streamEnd struct {
 // first event is the pod's current view and then one event per change of
 // it, pushed by the hub (no conductor lookup of its own), with an SSE comment
 // every EventsKeepalive. It ends when the client leaves, when it falls
-// behind (a last event says so), and when the host shuts down (likewise).
+// behind (a last event says so), when the host shuts down (likewise), and
+// when the client has not taken a write for streamWriteWait (no last event
+// can reach it). Past MaxEventStreams open streams a new one is refused.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if !jsonhttp.Allow(w, r, http.MethodGet) {
 		return
@@ -98,12 +123,18 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		return
 	}
+	if !s.streams.open() {
+		s.refuseStream(w)
+		return
+	}
+	defer s.streams.done()
 	cur, sub := s.cfg.Events.Subscribe(name)
 	defer sub.Close()
 	out := sse{w: w, rc: http.NewResponseController(w)}
 	w.WriteHeader(http.StatusOK)
 	last := s.podEvent(name, cur, s.cfg.Clock.Now())
-	if out.send("", last) != nil {
+	if err := out.send("", last, streamWriteWait); err != nil {
+		s.writeFailed(name, err)
 		return
 	}
 	keepalive := time.NewTicker(s.cfg.EventsKeepalive)
@@ -113,7 +144,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-keepalive.C:
-			if out.write([]byte(": keepalive\n\n")) != nil {
+			if err := out.write([]byte(": keepalive\n\n"), streamWriteWait); err != nil {
+				s.writeFailed(name, err)
 				return
 			}
 		case u, ok := <-sub.C():
@@ -125,12 +157,73 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			if ev.key() == last.key() {
 				continue
 			}
-			if out.send("", ev) != nil {
+			if err := out.send("", ev, streamWriteWait); err != nil {
+				s.writeFailed(name, err)
 				return
 			}
 			last = ev
 		}
 	}
+}
+
+// writeFailed logs a stream whose client read nothing for streamWriteWait;
+// any other failed write is a client that left.
+func (s *Server) writeFailed(pod string, err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		s.cfg.Logger.Info("event stream not drained for pod "+pod+"; closed", "pod", pod)
+	}
+}
+
+// refuseStream answers a stream past the cap, and logs the refusals at most
+// once every capLogEvery.
+func (s *Server) refuseStream(w http.ResponseWriter) {
+	limit := s.cfg.MaxEventStreams
+	if refused, ok := s.streams.refused(time.Now()); ok {
+		s.cfg.Logger.Warn("event streams at their cap; refusing new ones", "cap", limit, "refused", refused)
+	}
+	w.Header().Set("Retry-After", streamsRetryAfter)
+	jsonhttp.Error(w, http.StatusServiceUnavailable,
+		fmt.Sprintf("too many event streams open (the cap is %d, server.max_event_streams); try again later", limit))
+}
+
+// streams counts the open event streams against their cap.
+type streams struct {
+	limit int64
+	n     atomic.Int64
+
+	mu       sync.Mutex
+	logged   time.Time // when the refusals were last logged
+	unlogged int       // refusals since then
+}
+
+// open takes a place for a new stream; false at the cap.
+func (c *streams) open() bool {
+	for {
+		n := c.n.Load()
+		if n >= c.limit {
+			return false
+		}
+		if c.n.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// done gives a stream's place back.
+func (c *streams) done() { c.n.Add(-1) }
+
+// refused counts a refusal at now; when it is time to log (the first since
+// capLogEvery), it returns how many refusals the line reports.
+func (c *streams) refused(now time.Time) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unlogged++
+	if !c.logged.IsZero() && now.Sub(c.logged) < capLogEvery {
+		return 0, false
+	}
+	n := c.unlogged
+	c.logged, c.unlogged = now, 0
+	return n, true
 }
 
 // endStream writes the last event of a stream the hub ended: it fell
@@ -141,7 +234,7 @@ func (s *Server) endStream(out sse, pod string, err error) {
 		s.cfg.Logger.Warn("event stream lagged for pod "+pod+"; closed", "pod", pod)
 		end = streamEnd{Reason: "lagged", Error: "this stream fell behind the pod's changes and is closed; subscribe again for the current view"}
 	}
-	_ = out.send("end", end)
+	_ = out.send("end", end, streamEndWait)
 }
 
 // podEvent is what u says of pod at at. State and ready are the machine's
@@ -186,8 +279,8 @@ type sse struct {
 }
 
 // send writes one event named name ("" for the default, message) whose
-// data is v as JSON.
-func (o sse) send(name string, v any) error {
+// data is v as JSON, failing if the client has not taken it within wait.
+func (o sse) send(name string, v any, wait time.Duration) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -199,13 +292,16 @@ func (o sse) send(name string, v any) error {
 	b = append(b, "data: "...)
 	b = append(b, data...)
 	b = append(b, "\n\n"...)
-	return o.write(b)
+	return o.write(b, wait)
 }
 
-func (o sse) write(b []byte) error {
+// write writes b and flushes it, failing if the client has not taken it
+// within wait. After a failure nothing more can be written (net/http keeps
+// the error): the stream is over.
+func (o sse) write(b []byte, wait time.Duration) error {
 	// The server's write timeout is for a turn; a stream lasts as long as
 	// its client reads.
-	_ = o.rc.SetWriteDeadline(time.Now().Add(streamWriteWait))
+	_ = o.rc.SetWriteDeadline(time.Now().Add(wait))
 	if _, err := o.w.Write(b); err != nil {
 		return err
 	}

@@ -246,7 +246,8 @@ func TestLegacyFallback(t *testing.T) {
 }
 
 // TestStoreUnavailable: with the store gone from under the server, every
-// turn is the generic 502 and a pod report a 500; nothing runs or wakes.
+// turn is the generic 502 and a pod report the documented 503; nothing runs
+// or wakes.
 func TestStoreUnavailable(t *testing.T) {
 	h := newHarness(t)
 	srv := h.api
@@ -267,8 +268,8 @@ func TestStoreUnavailable(t *testing.T) {
 		}
 	}
 	res := srv.do(http.MethodGet, "/api/pods/qwen", "", "")
-	if want := `{"error":"the pod's record could not be read"}` + "\n"; res.Status != http.StatusInternalServerError || res.Body != want {
-		t.Errorf("pod report: %d %q, want 500 %q", res.Status, res.Body, want)
+	if want := `{"error":"the pod's record could not be read: the store is unavailable"}` + "\n"; res.Status != http.StatusServiceUnavailable || res.Body != want {
+		t.Errorf("pod report: %d %q, want 503 %q", res.Status, res.Body, want)
 	}
 	if got := len(h.logs.find(t, "turn failed")); got != 3 {
 		t.Errorf("%d turn failed lines, want 3", got)

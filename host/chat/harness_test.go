@@ -249,7 +249,7 @@ func (h *harness) history(t *testing.T, session string) []store.Message {
 			t.Fatalf("waiting for session %s: %v", session, err)
 		}
 	}
-	msgs, err := h.store.History(session, 100)
+	msgs, err := h.store.History(t.Context(), session, 100)
 	if err != nil {
 		t.Fatalf("History(%s): %v", session, err)
 	}
@@ -259,7 +259,7 @@ func (h *harness) history(t *testing.T, session string) []store.Message {
 // pending returns session's stored marker, nil when it has none.
 func (h *harness) pending(t *testing.T, session string) *store.Pending {
 	t.Helper()
-	p, ok, err := h.store.Pending(session)
+	p, ok, err := h.store.Pending(t.Context(), session)
 	if err != nil {
 		t.Fatalf("Pending(%s): %v", session, err)
 	}

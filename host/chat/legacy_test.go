@@ -65,7 +65,7 @@ func TestLegacyWakeSequence(t *testing.T) {
 	if diff := cmp.Diff(chatReply{Reply: replyStillWaking(1), SessionID: "s1"}, h.api.ask("s1", "hello?")); diff != "" {
 		t.Errorf("ask 1 min after the re-wake (-want +got):\n%s", diff)
 	}
-	rec, err := h.coord.Record("qwen")
+	rec, err := h.coord.Record(t.Context(), "qwen")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,10 +47,11 @@ func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
 	// the resolver's observer) before the record is read, so the state
 	// agrees with it.
 	res, lookupErr := view.Lookup(r.Context())
-	rec, err := s.cfg.Wake.Record(name)
+	rec, err := s.cfg.Wake.Record(r.Context(), name)
 	if err != nil {
 		s.cfg.Logger.Error("reading the pod record", "pod", name, "err", err)
-		jsonhttp.Error(w, http.StatusInternalServerError, "the pod's record could not be read")
+		// The store is down (docs/http-contract.md): a client polls again.
+		jsonhttp.Error(w, http.StatusServiceUnavailable, "the pod's record could not be read: the store is unavailable")
 		return
 	}
 	rep := podReport{Pod: name, Lookup: machines.LookupUnreadable, FromCache: true}

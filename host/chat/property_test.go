@@ -333,8 +333,8 @@ type propPut struct {
 	serving propServing
 }
 
-func (r *propRecords) PutRecord(rec machines.Record) error {
-	if err := r.Store.PutRecord(rec); err != nil {
+func (r *propRecords) PutRecord(ctx context.Context, rec machines.Record) error {
+	if err := r.Store.PutRecord(ctx, rec); err != nil {
 		return err
 	}
 	r.keep(rec)
@@ -351,8 +351,8 @@ func (r *propRecords) keep(rec machines.Record) {
 }
 
 // UpdateRecord is the store's, with a change kept like PutRecord's.
-func (r *propRecords) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
-	before, after, err = r.Store.UpdateRecord(pod, fn)
+func (r *propRecords) UpdateRecord(ctx context.Context, pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
+	before, after, err = r.Store.UpdateRecord(ctx, pod, fn)
 	if err != nil || after.Equal(before) {
 		return before, after, err
 	}
@@ -431,9 +431,9 @@ func newPropRun(t *testing.T, seed uint64) *propRun {
 	h.resolver.SetObserver(coord)
 	h.api = h.serve(t, []string{"a"}, nil)
 	h.provA.set(p.complete)
-	h.gpu.onStart(func(_ context.Context, name string) (pluginapi.StartResult, error) {
+	h.gpu.onStart(func(ctx context.Context, name string) (pluginapi.StartResult, error) {
 		now := h.clock.Now()
-		rec, err := coord.Record(name)
+		rec, err := coord.Record(ctx, name)
 		p.mu.Lock()
 		outcome := p.start
 		p.calls = append(p.calls, propStartCall{at: now, rec: rec, err: err, outcome: outcome})
@@ -585,7 +585,7 @@ func (p *propRun) clockStep() (string, func()) {
 		if p.r.IntN(2) == 1 {
 			d += time.Millisecond
 		}
-		if rec, err := p.h.coord.Record("qwen"); err == nil && !rec.WakeRequestedAt.IsZero() {
+		if rec, err := p.h.coord.Record(context.Background(), "qwen"); err == nil && !rec.WakeRequestedAt.IsZero() {
 			if to := rec.WakeRequestedAt.Add(d).Sub(p.h.clock.Now()); to > 0 {
 				d, edge = to, fmt.Sprintf(" (to the wake of %s + %v)", propTime(rec.WakeRequestedAt), d)
 			}

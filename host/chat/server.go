@@ -44,6 +44,11 @@ type Config struct {
 	// comment, in wall time ([server] events_keepalive); default
 	// DefaultEventsKeepalive (15s).
 	EventsKeepalive time.Duration
+	// MaxEventStreams is how many event streams may be open at once ([server]
+	// max_event_streams); one more is refused with a 503. Only the streams
+	// this Server serves count, not other subscribers of Events (held OpenAI
+	// requests). Default DefaultMaxEventStreams (1000).
+	MaxEventStreams int
 	// Metrics counts and times every POST /api/chat by its result; nil
 	// counts nothing.
 	Metrics *metrics.Metrics
@@ -52,8 +57,9 @@ type Config struct {
 // Server serves wake-on-chat's HTTP API.
 type Server struct {
 	cfg        Config
-	slots      slots // the single in-flight turn per session
-	maxMessage int   // the longest message a completion request can carry
+	slots      slots   // the single in-flight turn per session
+	streams    streams // the open event streams, under their cap
+	maxMessage int     // the longest message a completion request can carry
 }
 
 // New returns a Server for cfg.
@@ -73,7 +79,11 @@ func New(cfg Config) *Server {
 	if cfg.EventsKeepalive <= 0 {
 		cfg.EventsKeepalive = DefaultEventsKeepalive
 	}
+	if cfg.MaxEventStreams <= 0 {
+		cfg.MaxEventStreams = DefaultMaxEventStreams
+	}
 	s := &Server{cfg: cfg, maxMessage: math.MaxInt}
+	s.streams.limit = int64(cfg.MaxEventStreams)
 	if cfg.Agent != nil {
 		s.maxMessage = cfg.Agent.MaxMessageBytes()
 	}

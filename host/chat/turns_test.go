@@ -174,10 +174,10 @@ type blockedHistory struct {
 	release chan struct{}
 }
 
-func (b *blockedHistory) AppendTurn(session string, user, assistant store.Message) error {
+func (b *blockedHistory) AppendTurn(ctx context.Context, session string, user, assistant store.Message) error {
 	b.entered <- session
 	<-b.release
-	return b.Store.AppendTurn(session, user, assistant)
+	return b.Store.AppendTurn(ctx, session, user, assistant)
 }
 
 // TestStoreAfterHandler: an answered turn is stored after its handler

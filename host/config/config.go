@@ -9,11 +9,15 @@ import (
 
 // Config is the host's whole configuration. Its zero value is not useful;
 // start from [DefaultConfig], whose every field holds the default stated in
-// the field's comment. [Load] and [Parse] return it resolved and validated.
+// the field's comment. [Load] returns it resolved and validated.
 type Config struct {
-	Server    Server     `toml:"server"`
-	Plugins   Plugins    `toml:"plugins"`
-	Conductor Conductor  `toml:"conductor"`
+	Server    Server    `toml:"server"`
+	Plugins   Plugins   `toml:"plugins"`
+	Conductor Conductor `toml:"conductor"`
+	// Backends are the GPU backends beside the [conductor] table's (see
+	// GPUBackends); default none. Each [[backends]] table is decoded over
+	// DefaultBackend of its kind.
+	Backends  []Backend  `toml:"backends"`
 	Timings   Timings    `toml:"timings"`
 	Providers []Provider `toml:"providers"` // default: one provider, "qwen" (see DefaultProvider); a file's [[providers]] replace it
 	Agent     Agent      `toml:"agent"`
@@ -26,8 +30,8 @@ type Config struct {
 	// keys; a key machines does not list is an error.
 	Replies map[machines.ReplyKey]string `toml:"replies"`
 
-	// Path is the absolute path of the file Load read; "" for DefaultConfig
-	// and Parse. It is set by Load, never by the file.
+	// Path is the absolute path of the file Load read; "" for
+	// DefaultConfig. It is set by Load, never by the file.
 	Path string `toml:"-"`
 }
 
@@ -46,6 +50,14 @@ type Server struct {
 	// (GET /api/pods/{name}/events) gets an SSE comment, in wall time, so
 	// that proxies do not cut it as silent; default 15s.
 	EventsKeepalive Duration `toml:"events_keepalive"`
+	// MaxEventStreams is how many pod event streams may be open at once,
+	// over both listeners; one more is refused with a 503 until one ends.
+	// Each costs about 36 KB and a file descriptor for as long as its
+	// client keeps it. Held OpenAI requests are not counted: each is a
+	// request of the door, held at most [openai] hold_max. Default 1000:
+	// about 36 MB, and room beside it for the turns, plugins and store
+	// under a 4096 descriptor limit.
+	MaxEventStreams int `toml:"max_event_streams"`
 }
 
 // Plugins says where the separate plugin binaries are.
@@ -58,7 +70,9 @@ type Plugins struct {
 	Dir string `toml:"dir"`
 }
 
-// Conductor is the service that knows the GPU pods and wakes them.
+// Conductor is the service that knows the GPU pods and wakes them: the
+// GPU backend named "conductor" (see GPUBackends), of every provider whose
+// backend is not set.
 type Conductor struct {
 	Plugin        string   `toml:"plugin"`         // plugin (a file name in Plugins.Dir, or built in) that talks to it; default "wake-plugin-conductor"
 	URL           string   `toml:"url"`            // its base URL; default "http://127.0.0.1:8081"; required when a provider has a pod
@@ -84,7 +98,8 @@ type Timings struct {
 type Provider struct {
 	Name      string `toml:"name"`        // what agent.providers calls it: lowercase letters, digits, "_" and "-"; required
 	Plugin    string `toml:"plugin"`      // plugin (a file name in Plugins.Dir, or built in); default "wake-plugin-provider-openai"
-	Pod       string `toml:"pod"`         // the conductor's name for its pod; the endpoint is resolved through the conductor. Set this or BaseURL
+	Pod       string `toml:"pod"`         // the GPU backend's name for its pod; the endpoint is resolved through the backend. Set this or BaseURL
+	Backend   string `toml:"backend"`     // with Pod: the name of the pod's GPU backend (a [[backends]] name); default "", the [conductor] table's
 	BaseURL   string `toml:"base_url"`    // a literal endpoint, for a provider that never sleeps. Set this or Pod
 	Path      string `toml:"path"`        // API path under the endpoint; default "/v1"
 	Model     string `toml:"model"`       // model name sent with each request; default ""
@@ -107,7 +122,11 @@ type Store struct {
 	Lease              Duration `toml:"lease"`                // postgres: how long a replica's hold on a wake's watch or a session's turn outlives its last renewal; default 10s
 	HistoryMaxAge      Duration `toml:"history_max_age"`      // sessions whose last turn is older are pruned; 0 keeps any age; default 720h (30 days)
 	HistoryMaxSessions int      `toml:"history_max_sessions"` // only the newest this many sessions are kept; 0 keeps any number; default 10000
-	PruneInterval      Duration `toml:"prune_interval"`       // how often pruning runs; default 10m
+	// SessionHistoryBytes bounds what one session keeps: the newest turns
+	// whose messages take at most this many bytes as stored; at least
+	// [agent] history_bytes; default 1048576 (1 MiB, 4 x history_bytes).
+	SessionHistoryBytes int      `toml:"session_history_bytes"`
+	PruneInterval       Duration `toml:"prune_interval"` // how often pruning runs; default 10m
 }
 
 // The store backends.
@@ -144,7 +163,7 @@ func DefaultProvider() Provider {
 // not set. It is valid: the conductor URL defaults to the loopback
 // ("http://127.0.0.1:8081", a port-forwarded or local conductor) so a fresh
 // checkout starts; a deployment sets its conductor's address. The
-// directories are relative until Load or Parse resolves them.
+// directories are relative until Load resolves them.
 func DefaultConfig() Config {
 	t := machines.DefaultTimings()
 	return Config{
@@ -153,6 +172,7 @@ func DefaultConfig() Config {
 			DataDir:         "data",
 			MaxBodyBytes:    1 << 20,
 			EventsKeepalive: Duration{15 * time.Second},
+			MaxEventStreams: 1000,
 		},
 		Plugins: Plugins{Dir: "bin"},
 		Conductor: Conductor{
@@ -186,6 +206,8 @@ func DefaultConfig() Config {
 			HistoryMaxAge:      Duration{30 * 24 * time.Hour},
 			HistoryMaxSessions: 10000,
 			PruneInterval:      Duration{10 * time.Minute},
+			// Four times HistoryBytes: what a turn is sent, with room.
+			SessionHistoryBytes: 1 << 20,
 		},
 		OpenAI:  DefaultOpenAI(),
 		Replies: machines.DefaultReplies(),
@@ -205,7 +227,7 @@ func (c Config) MachineTimings() machines.Timings {
 	}
 }
 
-// ParsedReplies parses the reply templates. For a Config from Load or Parse
+// ParsedReplies parses the reply templates. For a Config from Load
 // it cannot fail: validation already parsed and rendered them. Errors are
 // *Error naming the key, e.g. "replies.still_waking".
 func (c Config) ParsedReplies() (*machines.Replies, error) {

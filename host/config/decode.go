@@ -86,8 +86,9 @@ func (d *decoder) table(m map[string]toml.Primitive, v reflect.Value, key string
 }
 
 // entry returns where the value of the entry name of table v goes: the
-// field whose toml tag is name, exactly, or for [replies] (Config's one map)
-// a new element when machines lists the reply. It reports an unknown key.
+// field whose toml tag is name, exactly, or for [replies] a new element
+// when machines lists the reply, or for another map (a backend's pods) a
+// new element. It reports an unknown key.
 func (d *decoder) entry(v reflect.Value, name, key string) reflect.Value {
 	switch {
 	case !v.IsValid():
@@ -98,7 +99,11 @@ func (d *decoder) entry(v reflect.Value, name, key string) reflect.Value {
 				return v.Field(i)
 			}
 		}
-	case v.Kind() == reflect.Map && slices.Contains(machines.ReplyKeys, machines.ReplyKey(name)):
+	case v.Kind() == reflect.Map && v.Type().Key() == reflect.TypeFor[machines.ReplyKey]():
+		if slices.Contains(machines.ReplyKeys, machines.ReplyKey(name)) {
+			return reflect.New(v.Type().Elem()).Elem()
+		}
+	case v.Kind() == reflect.Map: // a map of any keys: [[backends]] pods
 		return reflect.New(v.Type().Elem()).Elem()
 	}
 	d.errs = append(d.errs, &Error{Key: key, Err: ErrUnknownKey})
@@ -117,6 +122,9 @@ func (d *decoder) value(p toml.Primitive, v reflect.Value, key string, at toml.K
 	case map[string]any:
 		var m map[string]toml.Primitive
 		_ = d.md.PrimitiveDecode(p, &m)
+		if v.IsValid() && v.Kind() == reflect.Map && v.IsNil() {
+			v.Set(reflect.MakeMap(v.Type()))
+		}
 		s.first = d.table(m, v, key, at)
 	case []any, []map[string]any:
 		var elems []toml.Primitive
@@ -188,7 +196,7 @@ func (d *decoder) leaf(p toml.Primitive, raw any, v reflect.Value, key string) b
 	return false
 }
 
-// maxLineLookups bounds the lines one Parse looks up (the decoder splits the
+// maxLineLookups bounds the lines one parse looks up (the decoder splits the
 // whole file into lines for each); later problems are reported without one.
 const maxLineLookups = 100
 

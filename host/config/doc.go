@@ -17,7 +17,9 @@
 //     records one, its line; malformed TOML is an error with the decoder's
 //     line, column and message. A file's
 //     [[providers]] tables replace the default provider; they are not merged
-//     into it. [replies] entries override single replies, and the reply keys
+//     into it. Each [[backends]] table is decoded over the defaults of its
+//     kind ([DefaultBackend]), and a key of another kind is an error.
+//     [replies] entries override single replies, and the reply keys
 //     are machines' own ([machines.ReplyKeys]): this package lists none.
 //     Relative directories are then resolved against the directory the file
 //     is in.
@@ -26,7 +28,7 @@
 //     Reply texts are parsed and rendered here with
 //     [machines.ParseReplies], so a typo in a template stops start-up.
 //
-// [Load] runs all three; [Parse] does the same from bytes. A Config that
+// [Load] runs all three. A Config that
 // came back without an error is valid and is not re-checked later.
 //
 // Errors are [*Error] values joined with [errors.Join], one per problem.

@@ -10,11 +10,11 @@ import (
 // ErrUnknownKey is the Err of an [*Error] about a key the host does not know.
 var ErrUnknownKey = errors.New("unknown key")
 
-// Error is one problem with a configuration. [Load], [Parse] and
+// Error is one problem with a configuration. [Load] and
 // [Config.Validate] return them joined with [errors.Join]; use [errors.As]
 // or walk the join to reach each one.
 type Error struct {
-	File string // the file the problem is in; set by Load, "" from Parse and Validate
+	File string // the file the problem is in; set by Load, "" from Validate
 	Line int    // 1-based line of the key, or of a syntax error; 0 when not known
 	Col  int    // 1-based column of a syntax error; 0 otherwise
 	Key  string // the key, e.g. "timings.wake_window" or "providers[1].pod"; "" for a syntax error

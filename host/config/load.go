@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -38,17 +39,6 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
-// Parse is Load from bytes: data is the file's content and dir the
-// directory relative paths in it are resolved against ("" for the working
-// directory). Path is left empty. Errors are *Error values, joined.
-func Parse(data []byte, dir string) (Config, error) {
-	c, errs := parse(data, dir)
-	if len(errs) > 0 {
-		return Config{}, join(errs)
-	}
-	return c, nil
-}
-
 func parse(data []byte, dir string) (Config, []*Error) {
 	src := string(data)
 	var top map[string]toml.Primitive
@@ -68,8 +58,26 @@ func parse(data []byte, dir string) (Config, []*Error) {
 		_ = md.PrimitiveDecode(p, &tables) // not an array: reported below
 		c.Providers = slices.Repeat([]Provider{{Plugin: DefaultProviderPlugin, Path: DefaultProviderPath}}, len(tables))
 	}
+	// Each [[backends]] table is decoded over the defaults of its kind, and
+	// may set only the keys of its kind.
+	var backends []map[string]any
+	if p, ok := top["backends"]; ok {
+		_ = md.PrimitiveDecode(p, &backends) // not an array of tables: reported below
+		c.Backends = make([]Backend, len(backends))
+		for i, b := range backends {
+			kind, _ := b["kind"].(string)
+			c.Backends[i] = DefaultBackend(kind)
+		}
+	}
 	d := newDecoder(src, &md)
 	d.table(top, reflect.ValueOf(&c).Elem(), "", nil)
+	for i, b := range backends {
+		for _, key := range slices.Sorted(maps.Keys(b)) {
+			if e := kindProblem(fmt.Sprintf("backends[%d]", i), key, c.Backends[i].Kind); e != nil {
+				d.errs = append(d.errs, e)
+			}
+		}
+	}
 	if len(d.errs) > 0 {
 		d.addLines(d.errs)
 		return Config{}, d.errs

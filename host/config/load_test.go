@@ -30,6 +30,7 @@ data_dir = "/var/lib/wake"
 max_body_bytes = 4096
 admin_listen = "127.0.0.1:9091"
 events_keepalive = "25s"
+max_event_streams = 50
 
 [plugins]
 dir = "/opt/wake/plugins"
@@ -80,6 +81,7 @@ lease = "3s"
 history_max_age = "48h"
 history_max_sessions = 50
 prune_interval = "1m"
+session_history_bytes = 4000
 
 [openai]
 cold_start = "hold"
@@ -148,7 +150,7 @@ func TestParse(t *testing.T) {
 			file: fullFile,
 			want: func() Config {
 				return Config{
-					Server:  Server{Listen: ":9090", DataDir: "/var/lib/wake", MaxBodyBytes: 4096, AdminListen: "127.0.0.1:9091", EventsKeepalive: Duration{25 * time.Second}},
+					Server:  Server{Listen: ":9090", DataDir: "/var/lib/wake", MaxBodyBytes: 4096, AdminListen: "127.0.0.1:9091", EventsKeepalive: Duration{25 * time.Second}, MaxEventStreams: 50},
 					Plugins: Plugins{Dir: "/opt/wake/plugins"},
 					Conductor: Conductor{
 						Plugin:        "conductor-plugin",
@@ -179,12 +181,13 @@ func TestParse(t *testing.T) {
 						HistoryBytes:    1000,
 					},
 					Store: Store{
-						Backend:            BackendPostgres,
-						DSNEnv:             "WAKE_DB",
-						Lease:              Duration{3 * time.Second},
-						HistoryMaxAge:      Duration{48 * time.Hour},
-						HistoryMaxSessions: 50,
-						PruneInterval:      Duration{time.Minute},
+						Backend:             BackendPostgres,
+						DSNEnv:              "WAKE_DB",
+						Lease:               Duration{3 * time.Second},
+						HistoryMaxAge:       Duration{48 * time.Hour},
+						HistoryMaxSessions:  50,
+						PruneInterval:       Duration{time.Minute},
+						SessionHistoryBytes: 4000,
 					},
 					OpenAI: OpenAI{
 						ColdStart:   "hold",

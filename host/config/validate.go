@@ -62,6 +62,9 @@ func (c Config) validate() []*Error {
 	if c.Server.EventsKeepalive.Duration <= 0 {
 		add(problem("server.events_keepalive", "must be positive"))
 	}
+	if c.Server.MaxEventStreams <= 0 {
+		add(problem("server.max_event_streams", "must be positive"))
+	}
 
 	// [plugins]
 	if c.Plugins.Dir == "" {
@@ -74,7 +77,7 @@ func (c Config) validate() []*Error {
 	}
 	needConductor := false
 	for _, p := range c.Providers {
-		needConductor = needConductor || p.Pod != ""
+		needConductor = needConductor || p.Pod != "" && BackendOf(p) == ConductorBackend // on the [conductor] backend
 	}
 	switch {
 	case c.Conductor.URL == "" && needConductor:
@@ -162,6 +165,9 @@ func (c Config) validate() []*Error {
 		}
 	}
 
+	// [[backends]], and the providers' backends
+	errs = append(errs, c.validateBackends()...)
+
 	// [agent]
 	if len(c.Agent.Providers) == 0 {
 		add(problem("agent.providers", "must name at least one provider"))
@@ -215,6 +221,10 @@ func (c Config) validate() []*Error {
 		add(problem("store.history_max_sessions", "must not be negative (0 keeps any number of sessions)"))
 	}
 	positive("store.prune_interval", c.Store.PruneInterval)
+	if c.Store.SessionHistoryBytes < c.Agent.HistoryBytes || c.Store.SessionHistoryBytes <= 0 {
+		add(problem("store.session_history_bytes", "%d: must be positive and at least agent.history_bytes (%d): a session must keep what a turn is sent",
+			c.Store.SessionHistoryBytes, c.Agent.HistoryBytes))
+	}
 
 	// [openai]
 	errs = append(errs, c.validateOpenAI()...)

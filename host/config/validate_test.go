@@ -68,6 +68,16 @@ func TestValidate(t *testing.T) {
 			want:   []string{"server.events_keepalive: must be positive"},
 		},
 		{
+			name:   "no event streams",
+			change: func(c *Config) { c.Server.MaxEventStreams = 0 },
+			want:   []string{"server.max_event_streams: must be positive"},
+		},
+		{
+			name:   "event streams negative",
+			change: func(c *Config) { c.Server.MaxEventStreams = -1 },
+			want:   []string{"server.max_event_streams: must be positive"},
+		},
+		{
 			name:   "no data dir",
 			change: func(c *Config) { c.Server.DataDir = "" },
 			want:   []string{"server.data_dir: must not be empty"},
@@ -385,13 +395,19 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			// 1 MiB + history + 28 bytes of prompt + 64 KiB is one byte short of 32 MiB.
-			name:   "the largest request just fits a plugin message",
-			change: func(c *Config) { c.Agent.HistoryBytes = 32<<20 - 1<<20 - 64<<10 - 28 - 1 },
+			name: "the largest request just fits a plugin message",
+			change: func(c *Config) {
+				c.Store.SessionHistoryBytes = 32 << 20
+				c.Agent.HistoryBytes = 32<<20 - 1<<20 - 64<<10 - 28 - 1
+			},
 		},
 		{
-			name:   "the largest request is as large as a plugin message",
-			change: func(c *Config) { c.Agent.HistoryBytes = 32<<20 - 1<<20 - 64<<10 - 28 },
-			want:   []string{"agent.history_bytes: server.max_body_bytes (1048576) + agent.history_bytes (32440292) + agent.system_prompt (28 bytes) + 64 KiB must be less than 32 MiB, the largest message to a plugin"},
+			name: "the largest request is as large as a plugin message",
+			change: func(c *Config) {
+				c.Store.SessionHistoryBytes = 32 << 20
+				c.Agent.HistoryBytes = 32<<20 - 1<<20 - 64<<10 - 28
+			},
+			want: []string{"agent.history_bytes: server.max_body_bytes (1048576) + agent.history_bytes (32440292) + agent.system_prompt (28 bytes) + 64 KiB must be less than 32 MiB, the largest message to a plugin"},
 		},
 		{
 			// Summed as they are, the two would wrap around to a negative size.
@@ -399,6 +415,7 @@ func TestValidate(t *testing.T) {
 			change: func(c *Config) {
 				c.Server.MaxBodyBytes = math.MaxInt64
 				c.Agent.HistoryBytes = 1 << 62
+				c.Store.SessionHistoryBytes = 1 << 62
 			},
 			want: []string{"server.max_body_bytes: server.max_body_bytes (9223372036854775807) + agent.history_bytes (4611686018427387904) + agent.system_prompt (28 bytes) + 64 KiB must be less than 32 MiB, the largest message to a plugin"},
 		},
@@ -407,6 +424,7 @@ func TestValidate(t *testing.T) {
 			change: func(c *Config) {
 				c.Agent.SystemPrompt = strings.Repeat("x", 32<<20)
 				c.Agent.HistoryBytes = 1 << 62
+				c.Store.SessionHistoryBytes = 1 << 62
 			},
 			want: []string{"agent.history_bytes: server.max_body_bytes (1048576) + agent.history_bytes (4611686018427387904) + agent.system_prompt (33554432 bytes) + 64 KiB must be less than 32 MiB, the largest message to a plugin"},
 		},
@@ -431,6 +449,29 @@ func TestValidate(t *testing.T) {
 				"store.history_max_sessions: must not be negative (0 keeps any number of sessions)",
 				"store.prune_interval: must be positive",
 			},
+		},
+		{
+			name: "session history as large as what a turn is sent",
+			change: func(c *Config) {
+				c.Agent.HistoryBytes = 5000
+				c.Store.SessionHistoryBytes = 5000
+			},
+		},
+		{
+			name: "session history smaller than what a turn is sent",
+			change: func(c *Config) {
+				c.Agent.HistoryBytes = 5000
+				c.Store.SessionHistoryBytes = 4999
+			},
+			want: []string{"store.session_history_bytes: 4999: must be positive and at least agent.history_bytes (5000): a session must keep what a turn is sent"},
+		},
+		{
+			name: "no session history",
+			change: func(c *Config) {
+				c.Agent.HistoryBytes = 0
+				c.Store.SessionHistoryBytes = 0
+			},
+			want: []string{"store.session_history_bytes: 0: must be positive and at least agent.history_bytes (0): a session must keep what a turn is sent"},
 		},
 		{
 			name: "postgres backend",

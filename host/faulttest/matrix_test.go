@@ -1,6 +1,7 @@
 package faulttest
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -410,7 +411,7 @@ func truncatedStore(e *env) {
 	for i := range 50 {
 		user := store.Message{Role: store.RoleUser, Content: historyMessage}
 		reply := store.Message{Role: store.RoleAssistant, Content: strings.Repeat(echo(historyMessage), 20)}
-		if err := s.AppendTurn(fmt.Sprintf("%s-%d", session, i), user, reply); err != nil {
+		if err := s.AppendTurn(context.Background(), fmt.Sprintf("%s-%d", session, i), user, reply); err != nil {
 			panic(err)
 		}
 	}

@@ -151,11 +151,11 @@ func (s *Server) hold(t *turn) *turns.Hold {
 // state is the X-Wake-State of an answer about p that is not the model's:
 // its pod's recorded state as the machine reports it, or unknown when
 // there is no pod or its record cannot be read.
-func (s *Server) state(p *Provider) string {
+func (s *Server) state(ctx context.Context, p *Provider) string {
 	if p.Pod == "" {
 		return stateUnknown
 	}
-	state, ok := s.cfg.Service.State(p.Pod)
+	state, ok := s.cfg.Service.State(ctx, p.Pod)
 	if !ok {
 		return stateUnknown
 	}
@@ -180,7 +180,7 @@ func (s *Server) failed(t *turn, err error) {
 func (s *Server) fail(t *turn, e *apiError) {
 	t.result = e.turnResult()
 	if !t.started {
-		t.w.Header().Set(wakeStateHeader, s.state(t.p))
+		t.w.Header().Set(wakeStateHeader, s.state(t.r.Context(), t.p))
 		writeError(t.w, e)
 		return
 	}

@@ -85,7 +85,7 @@ func (f *fakeCoord) NotReady(_ context.Context, pod, status, lookup string, mode
 	return d, nil
 }
 
-func (f *fakeCoord) Record(pod string) (machines.Record, error) {
+func (f *fakeCoord) Record(_ context.Context, pod string) (machines.Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.rec

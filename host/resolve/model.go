@@ -170,6 +170,15 @@ func (m *Model) streamer() pluginapi.Streamer {
 	return pluginapi.StreamFromComplete(m.Provider)
 }
 
+// Ready reports, without sending anything, why a completion cannot reach a
+// model now: the pod's not-ready error (a lookup when no ready resolution
+// is held), or a config error; nil when it may (an endpoint is resolved,
+// which a completion may still find stale, D6).
+func (m *Model) Ready(ctx context.Context) error {
+	_, err := m.endpoint(ctx)
+	return err
+}
+
 // endpoint is where a turn's first attempt goes: the literal base URL, or
 // the pod's current resolution (its not-ready or lookup error otherwise). A
 // model that cannot be used at all is its *ConfigError.

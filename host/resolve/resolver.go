@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"golang.org/x/sync/singleflight"
 )
 
 // Resolution is where a provider's model is, as last learned.
@@ -66,8 +68,8 @@ type Resolver struct {
 	path     string
 	observer Observer // nil: nobody is told
 
-	flight  flight
-	timeout time.Duration // cap on one shared lookup; see SetLookupTimeout
+	flight  singleflight.Group // one key: the pod's lookup
+	timeout time.Duration      // cap on one shared lookup; see SetLookupTimeout
 
 	mu        sync.Mutex
 	held      Resolution // valid when hasHeld
@@ -173,34 +175,69 @@ func (r *Resolver) Lookup(ctx context.Context) (Resolution, error) {
 	return res, nil
 }
 
-// ask runs one shared conductor lookup and records its answer.
+// errLookupPanicked is what callers sharing a lookup get when the GPU plugin
+// panicked in it; the panic itself propagates in the caller that started it.
+var errLookupPanicked = errors.New("pod lookup panicked")
+
+// lookupPanic carries a panic out of the shared lookup's goroutine, where
+// singleflight would make it unrecoverable, to the caller that started it.
+type lookupPanic struct{ value any }
+
+func (lookupPanic) Error() string { return errLookupPanicked.Error() }
+
+// ask runs one shared conductor lookup and records its answer. Concurrent
+// callers share it; each stops waiting when its own context ends, and the
+// lookup goes on, bounded by the resolver's timeout.
 func (r *Resolver) ask(ctx context.Context) (Resolution, error) {
-	return r.flight.do(ctx, func() (Resolution, error) {
-		// The lookup is shared: it must not end because its first caller
-		// went away, and it must end. Each caller still stops waiting when
-		// its own context ends.
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
-		defer cancel()
-		p, err := r.gpu.GetPod(lctx, r.pod)
-		if err == nil && r.observer != nil {
-			r.observer.Observe(lctx, r.pod, p)
-		}
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if err != nil {
-			r.held, r.hasHeld = Resolution{}, false
-			return Resolution{}, err
-		}
-		res := r.resolution(p)
-		r.lastView, r.hasView = res, true
-		if res.ready() {
-			r.held, r.hasHeld = res, true
-			r.lastReady, r.hasReady = res, true
-		} else {
-			r.held, r.hasHeld = Resolution{}, false
-		}
-		return res, nil
+	started := false // only this caller's fn runs if it started the lookup
+	ch := r.flight.DoChan("lookup", func() (v any, err error) {
+		started = true
+		defer func() {
+			if p := recover(); p != nil {
+				err = lookupPanic{p}
+			}
+		}()
+		return r.lookup(ctx)
 	})
+	select {
+	case res := <-ch:
+		if p, ok := res.Err.(lookupPanic); ok {
+			if started { // written before ch was sent on
+				panic(p.value)
+			}
+			return Resolution{}, errLookupPanicked
+		}
+		return res.Val.(Resolution), res.Err
+	case <-ctx.Done():
+		return Resolution{}, ctx.Err()
+	}
+}
+
+// lookup asks the conductor and records its answer.
+func (r *Resolver) lookup(ctx context.Context) (Resolution, error) {
+	// The lookup is shared: it must not end because its first caller went
+	// away, and it must end.
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
+	defer cancel()
+	p, err := r.gpu.GetPod(lctx, r.pod)
+	if err == nil && r.observer != nil {
+		r.observer.Observe(lctx, r.pod, p)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.held, r.hasHeld = Resolution{}, false
+		return Resolution{}, err
+	}
+	res := r.resolution(p)
+	r.lastView, r.hasView = res, true
+	if res.ready() {
+		r.held, r.hasHeld = res, true
+		r.lastReady, r.hasReady = res, true
+	} else {
+		r.held, r.hasHeld = Resolution{}, false
+	}
+	return res, nil
 }
 
 // resolution turns a GPU plugin's report into a Resolution. An empty lookup

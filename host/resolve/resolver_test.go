@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -186,95 +187,128 @@ func TestResolverConductorOutageWithNothingCached(t *testing.T) {
 }
 
 func TestResolverConcurrentCurrentSharesOneLookup(t *testing.T) {
-	const callers = 100
-	gpu := &fakeGPU{}
-	r := NewResolver(gpu, "qwen", apiPath)
-
-	// Every caller either runs the lookup (GetPod) or joins it (onJoin). The
-	// lookup blocks until all of them have arrived, so none can see a held
-	// resolution and skip the flight.
-	var mu sync.Mutex
-	arrived := 0
-	all := make(chan struct{})
-	arrive := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		arrived++
-		if arrived == callers {
-			close(all)
-		}
-	}
-	r.flight.onJoin = arrive
-	gpu.getPod = func(context.Context, string) (pluginapi.Pod, error) {
-		arrive()
-		select {
-		case <-all:
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		const callers = 100
+		release := make(chan struct{})
+		gpu := &fakeGPU{getPod: func(context.Context, string) (pluginapi.Pod, error) {
+			<-release
 			return running(oldProxy), nil
-		case <-time.After(10 * time.Second): // a failure guard, not a synchronisation
-			return pluginapi.Pod{}, errors.New("fake: not every caller arrived")
-		}
-	}
+		}}
+		r := NewResolver(gpu, "qwen", apiPath)
 
-	results := make([]Resolution, callers)
-	errs := make([]error, callers)
-	var wg sync.WaitGroup
-	for i := range callers {
-		wg.Go(func() { results[i], errs[i] = r.Current(context.Background()) })
-	}
-	wg.Wait()
+		results := make([]Resolution, callers)
+		errs := make([]error, callers)
+		var wg sync.WaitGroup
+		for i := range callers {
+			wg.Go(func() { results[i], errs[i] = r.Current(context.Background()) })
+		}
+		// Every caller is blocked: one lookup runs, the others wait for it,
+		// and none can have seen a held resolution and skipped it.
+		synctest.Wait()
+		close(release)
+		wg.Wait()
 
-	if got := gpu.getCalls(); got != 1 {
-		t.Errorf("GetPod calls = %d, want 1", got)
-	}
-	for i := range callers {
-		if errs[i] != nil {
-			t.Errorf("caller %d: %v", i, errs[i])
-			continue
+		if got := gpu.getCalls(); got != 1 {
+			t.Errorf("GetPod calls = %d, want 1", got)
 		}
-		if diff := cmp.Diff(readyResolution(oldURL), results[i]); diff != "" {
-			t.Errorf("caller %d (-want +got):\n%s", i, diff)
+		for i := range callers {
+			if errs[i] != nil {
+				t.Errorf("caller %d: %v", i, errs[i])
+				continue
+			}
+			if diff := cmp.Diff(readyResolution(oldURL), results[i]); diff != "" {
+				t.Errorf("caller %d (-want +got):\n%s", i, diff)
+			}
 		}
-	}
+	})
 }
 
 func TestResolverWaiterStopsWithItsContext(t *testing.T) {
-	gpu := &fakeGPU{}
-	r := NewResolver(gpu, "qwen", apiPath)
-	entered, release := make(chan struct{}), make(chan struct{})
-	gpu.getPod = func(context.Context, string) (pluginapi.Pod, error) {
-		close(entered)
-		<-release
-		return running(oldProxy), nil
-	}
-	joined := make(chan struct{})
-	r.flight.onJoin = func() { close(joined) }
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		entered, release := make(chan struct{}), make(chan struct{})
+		gpu := &fakeGPU{getPod: func(context.Context, string) (pluginapi.Pod, error) {
+			close(entered)
+			<-release
+			return running(oldProxy), nil
+		}}
+		r := NewResolver(gpu, "qwen", apiPath)
 
-	leader := make(chan error, 1)
-	go func() {
-		_, err := r.Current(context.Background())
-		leader <- err
-	}()
-	<-entered
+		leader := make(chan error, 1)
+		go func() {
+			_, err := r.Current(context.Background())
+			leader <- err
+		}()
+		<-entered
 
-	ctx, cancel := context.WithCancel(context.Background())
-	waiter := make(chan error, 1)
-	go func() {
-		_, err := r.Current(ctx)
-		waiter <- err
-	}()
-	<-joined
-	cancel()
-	if err := <-waiter; !errors.Is(err, context.Canceled) {
-		t.Errorf("waiter error = %v, want context.Canceled", err)
-	}
+		ctx, cancel := context.WithCancel(context.Background())
+		waiter := make(chan error, 1)
+		go func() {
+			_, err := r.Current(ctx)
+			waiter <- err
+		}()
+		synctest.Wait() // the waiter has joined the lookup
+		cancel()
+		if err := <-waiter; !errors.Is(err, context.Canceled) {
+			t.Errorf("waiter error = %v, want context.Canceled", err)
+		}
 
-	close(release)
-	if err := <-leader; err != nil {
-		t.Errorf("leader error = %v, want nil", err)
-	}
-	if got := gpu.getCalls(); got != 1 {
-		t.Errorf("GetPod calls = %d, want 1", got)
-	}
+		close(release)
+		if err := <-leader; err != nil {
+			t.Errorf("leader error = %v, want nil", err)
+		}
+		if got := gpu.getCalls(); got != 1 {
+			t.Errorf("GetPod calls = %d, want 1", got)
+		}
+	})
+}
+
+// TestResolverLookupPanic: a GPU plugin that panics in a shared lookup
+// panics in the caller that started it (whose turn recovers), the callers
+// that joined get errLookupPanicked, and the next call asks again.
+func TestResolverLookupPanic(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		crash := true
+		gpu := &fakeGPU{getPod: func(context.Context, string) (pluginapi.Pod, error) {
+			if crash {
+				<-release
+				panic("gpu plugin crashed")
+			}
+			return running(oldProxy), nil
+		}}
+		r := NewResolver(gpu, "qwen", apiPath)
+
+		leader := make(chan any, 1)
+		go func() {
+			defer func() { leader <- recover() }()
+			_, _ = r.Current(context.Background())
+		}()
+		synctest.Wait() // the leader's lookup is running
+		waiter := make(chan error, 1)
+		go func() {
+			_, err := r.Current(context.Background())
+			waiter <- err
+		}()
+		synctest.Wait() // the waiter has joined it
+		close(release)
+
+		if got := <-leader; got != "gpu plugin crashed" {
+			t.Errorf("leader recovered %v, want the plugin's panic", got)
+		}
+		if err := <-waiter; !errors.Is(err, errLookupPanicked) {
+			t.Errorf("waiter error = %v, want errLookupPanicked", err)
+		}
+		crash = false
+		if _, err := r.Current(context.Background()); err != nil {
+			t.Errorf("the next lookup: %v", err)
+		}
+		if got := gpu.getCalls(); got != 2 {
+			t.Errorf("GetPod calls = %d, want 2", got)
+		}
+	})
 }
 
 func TestResolverLookup(t *testing.T) {

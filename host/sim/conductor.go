@@ -11,7 +11,6 @@ const (
 	StatusExited  = "EXITED"
 	StatusCreated = "CREATED"
 	StatusRunning = "RUNNING"
-	StatusUnknown = "UNKNOWN" // only with ForceLookup
 )
 
 // Lookup results, as the conductor reports them.
@@ -46,9 +45,6 @@ type notFoundBody struct {
 // view is p as GET reports it at now, with proxy URLs under base. Callers hold
 // s.mu.
 func (s *Sim) view(p *pod, now time.Time, base string) PodView {
-	if p.forceLookup != "" {
-		return PodView{Name: p.name, Status: StatusUnknown, Lookup: p.forceLookup}
-	}
 	v := PodView{Name: p.name, Status: StatusExited, PodID: p.lastPodID, Lookup: LookupFound}
 	if p.cur == nil {
 		return v

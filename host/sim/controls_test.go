@@ -52,48 +52,6 @@ func TestForceStartStatus(t *testing.T) {
 	}
 }
 
-func TestForceLookup(t *testing.T) {
-	tests := []struct {
-		name   string
-		lookup string
-		want   sim.PodView
-	}{
-		{
-			name:   "unreadable",
-			lookup: "UNREADABLE",
-			want:   sim.PodView{Name: "qwen", Status: "UNKNOWN", Lookup: "UNREADABLE"},
-		},
-		{
-			name:   "any other lookup",
-			lookup: "ERROR",
-			want:   sim.PodView{Name: "qwen", Status: "UNKNOWN", Lookup: "ERROR"},
-		},
-		{
-			name:   "empty restores the real answer",
-			lookup: "",
-			want: sim.PodView{
-				Name: "qwen", Status: "RUNNING", IsRunning: true, PodID: "pod-1",
-				ReadySince: "2026-09-09T12:35:25Z", Lookup: "FOUND",
-			},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			clk := sim.NewManualClock(t0)
-			s := startSim(t, sim.Config{Clock: clk, NoStartHold: true})
-			do(t, http.MethodPost, s.URL()+"/api/pods/qwen/start", "{}")
-			clk.Set(t0.Add(10 * time.Minute)) // ready, so the forced view hides something
-			s.ForceLookup("qwen", "UNREADABLE")
-			s.ForceLookup("qwen", tt.lookup)
-			want := tt.want
-			if want.IsRunning {
-				want.ProxyURL = s.URL() + "/proxy/pod-1"
-			}
-			wantPod(t, tt.name, s, want)
-		})
-	}
-}
-
 // TestNeverReady: a stuck model keeps the pod RUNNING with 502 for ever; lifting
 // it lets the model answer from that moment.
 func TestNeverReady(t *testing.T) {
@@ -169,7 +127,6 @@ func TestControlsPanicOnUnknownPod(t *testing.T) {
 	tests := map[string]func(){
 		"ForceStartStatus":      func() { s.ForceStartStatus("nope", 409) },
 		"ForceStartStatus code": func() { s.ForceStartStatus("qwen", 42) },
-		"ForceLookup":           func() { s.ForceLookup("nope", "UNREADABLE") },
 		"NeverReady":            func() { s.NeverReady("nope", true) },
 	}
 	for name, f := range tests {
@@ -304,20 +261,6 @@ func TestModelEndpoints(t *testing.T) {
 	// Neither models nor health kept the pod up: it stops 15m after ready.
 	clk.Set(t0.Add(24 * time.Minute))
 	wantGone(t, "models after the idle stop", do(t, http.MethodGet, proxy+"/v1/models", ""))
-}
-
-func TestModelDelay(t *testing.T) {
-	clk := sim.NewManualClock(t0)
-	s := startSim(t, sim.Config{Clock: clk, NoStartHold: true})
-	do(t, http.MethodPost, s.URL()+"/api/pods/qwen/start", "{}")
-	clk.Set(t0.Add(10 * time.Minute))
-	s.SetModelDelay(40 * time.Millisecond)
-	begin := time.Now()
-	r := complete(t, s.URL()+"/proxy/pod-1", "slow")
-	if d := time.Since(begin); d < 40*time.Millisecond {
-		t.Errorf("completion answered after %s, want at least the 40ms model delay", d)
-	}
-	wantReply(t, "delayed completion", r, "echo: slow")
 }
 
 // TestPods: several pods wake independently, with pod ids counted across them.

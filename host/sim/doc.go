@@ -72,11 +72,10 @@
 //
 // # Caller's duties
 //
-//   - Call Close. It unblocks held starts and model delays, then shuts the
-//     server down.
-//   - A fake Clock must be safe for concurrent use: handlers call Now from the
-//     server's goroutines. ManualClock is one.
-//   - The test controls (ForceStartStatus, ForceLookup, NeverReady) panic on a
+//   - Call Close. It unblocks held starts, then shuts the server down.
+//   - A fake Clock must be safe for concurrent use (the tests' ManualClock
+//     is): handlers call Now from the server's goroutines.
+//   - The test controls (ForceStartStatus, NeverReady) panic on a
 //     pod name the Sim does not serve: a typo in a test must not pass quietly.
 //
 // # Default timings

@@ -191,23 +191,6 @@ func (s *Sim) handleCompletion(w http.ResponseWriter, r *http.Request) {
 		last = txt
 	}
 
-	s.mu.Lock()
-	delay := s.modelDelay
-	s.mu.Unlock()
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		case <-s.closed:
-			t.Stop()
-			http.Error(w, "simulator closed", http.StatusServiceUnavailable)
-			return
-		}
-	}
-
 	// The pod may have stopped while the model thought; only an answer that
 	// is really given counts as activity.
 	g, name := s.proxied(podID, true)

@@ -26,7 +26,7 @@ type Sim struct {
 	hold  bool
 	mux   *http.ServeMux
 
-	closed    chan struct{} // closed by Close: unblocks held starts and model delays
+	closed    chan struct{} // closed by Close: unblocks held starts
 	closeOnce sync.Once
 	closeErr  error
 
@@ -36,7 +36,6 @@ type Sim struct {
 	seq         int             // pod ids issued
 	completions int             // completions answered, for response ids
 	turnedAway  map[gate]int    // completions the proxy answered for a pod not ready, by gate
-	modelDelay  time.Duration
 	stream      streamState
 	srv         *http.Server
 	url         string
@@ -44,15 +43,14 @@ type Sim struct {
 
 // pod is one named pod and its test controls.
 type pod struct {
-	name        string
-	cur         *wake   // the latest wake; nil before the first start
-	past        []*wake // every wake before cur, oldest first
-	lookups     int     // GET /api/pods/{name} requests
-	lastPodID   string  // the last pod that came to exist, shown while a new one is created
-	starts      int
-	forceStart  int
-	forceLookup string
-	neverReady  bool
+	name       string
+	cur        *wake   // the latest wake; nil before the first start
+	past       []*wake // every wake before cur, oldest first
+	lookups    int     // GET /api/pods/{name} requests
+	lastPodID  string  // the last pod that came to exist, shown while a new one is created
+	starts     int
+	forceStart int
+	neverReady bool
 }
 
 // New returns a Sim for cfg. It does not listen: call Start, or serve Handler.
@@ -126,7 +124,7 @@ func (s *Sim) URL() string {
 // Without Start, proxy URLs are built from each request's Host.
 func (s *Sim) Handler() http.Handler { return s.mux }
 
-// Close unblocks held starts and model delays, then shuts the server down.
+// Close unblocks held starts, then shuts the server down.
 // It is safe to call more than once; later calls return the first result.
 func (s *Sim) Close() error {
 	s.closeOnce.Do(func() {
@@ -248,15 +246,6 @@ func (s *Sim) ForceStartStatus(name string, status int) {
 	s.mustPod("ForceStartStatus", name).forceStart = status
 }
 
-// ForceLookup makes GET on pod answer 200 with this lookup (e.g. "UNREADABLE"),
-// status "UNKNOWN" and nothing else. "" restores normal answers. It panics on an
-// unknown pod.
-func (s *Sim) ForceLookup(name string, lookup string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mustPod("ForceLookup", name).forceLookup = lookup
-}
-
 // NeverReady with on set makes pod's model never answer: a wake reaches
 // RUNNING and the proxy answers 502 forever, and the pod never idles out. It
 // applies to the current wake unless its model already answers, and to every
@@ -281,14 +270,6 @@ func (s *Sim) NeverReady(name string, on bool) {
 	case p.cur.readyAt.IsZero():
 		p.cur.readyAt = later(now, p.cur.startedAt.Add(s.tm.ready))
 	}
-}
-
-// SetModelDelay makes each completion wait d of real time (not scaled, not on
-// the Clock) before it answers. 0, the default, answers at once.
-func (s *Sim) SetModelDelay(d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.modelDelay = d
 }
 
 // Snapshot is what GET /api/pods/{name} would answer now. Proxy URLs use URL(),

@@ -2,6 +2,7 @@ package status
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"html/template"
 	"log/slog"
@@ -47,7 +48,7 @@ type Pods interface {
 
 // WakeLog is each pod's log of wakes, oldest first; *store.Store is one.
 type WakeLog interface {
-	Wakes(pod string) ([]machines.Wake, error)
+	Wakes(ctx context.Context, pod string) ([]machines.Wake, error)
 }
 
 // Plugin is one supervised plugin as the page lists it.
@@ -143,7 +144,7 @@ func (s *Server) handlePage(w http.ResponseWriter, r *http.Request) {
 		Plugins:   s.plugins(),
 	}
 	for _, name := range s.cfg.Names {
-		p.Pods = append(p.Pods, s.pod(name, now))
+		p.Pods = append(p.Pods, s.pod(r.Context(), name, now))
 	}
 	s.render(w, "page", p)
 }
@@ -157,7 +158,7 @@ func (s *Server) handlePod(w http.ResponseWriter, r *http.Request) {
 		jsonhttp.Error(w, http.StatusNotFound, "no such pod on this page")
 		return
 	}
-	s.render(w, "pod", s.pod(name, s.cfg.Clock.Now()))
+	s.render(w, "pod", s.pod(r.Context(), name, s.cfg.Clock.Now()))
 }
 
 func (s *Server) handlePlugins(w http.ResponseWriter, r *http.Request) {

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"io"
@@ -44,7 +45,7 @@ type fakeLog struct {
 	reads int
 }
 
-func (f *fakeLog) Wakes(pod string) ([]machines.Wake, error) {
+func (f *fakeLog) Wakes(_ context.Context, pod string) ([]machines.Wake, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reads++

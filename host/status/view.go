@@ -44,7 +44,7 @@ type podView struct {
 // pod is the view of pod at now: the machine's record and last view as the
 // hub has them, the wake log and the plugins' health, asking the conductor
 // nothing.
-func (s *Server) pod(name string, now time.Time) podView {
+func (s *Server) pod(ctx context.Context, name string, now time.Time) podView {
 	u := s.cfg.Pods.Current(name)
 	state, ready := u.Report()
 	rec := u.Record
@@ -73,7 +73,7 @@ func (s *Server) pod(name string, now time.Time) podView {
 		v.Wake = s.wakeInProgress(rec, est, now)
 	}
 	if s.cfg.Wakes != nil {
-		ws, err := s.cfg.Wakes.Wakes(name)
+		ws, err := s.cfg.Wakes.Wakes(ctx, name)
 		s.noteLog(name, err)
 		if err != nil {
 			v.LogErr = true

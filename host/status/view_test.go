@@ -67,7 +67,7 @@ func TestPodView(t *testing.T) {
 				Names: []string{"qwen"}, Pods: fakePods{"qwen": tt.u}, Policy: pod,
 				Estimate: func(string) machines.Estimate { return machines.Estimate{Wake: 9 * time.Minute, Wakes: 4} },
 			})
-			v := s.pod("qwen", now)
+			v := s.pod(t.Context(), "qwen", now)
 			got := podSummary{State: v.State, Words: v.Words, Tone: v.Tone, Unconfirmed: v.Unconfirmed,
 				Reply: v.Preview.Reply, Answered: v.Preview.Answered, Wakes: v.Preview.Wakes}
 			if v.Wake != nil {
@@ -92,7 +92,7 @@ func TestPodViewIsTheMachines(t *testing.T) {
 	table, _ := specs.PodLifecycle()
 	for _, st := range table.States {
 		u := events.Update{Record: machines.Record{Pod: "qwen", State: st, WakeRequestedAt: now.Add(-3 * time.Minute)}, View: running}
-		v := New(Config{Names: []string{"qwen"}, Pods: fakePods{"qwen": u}, Policy: pod}).pod("qwen", now)
+		v := New(Config{Names: []string{"qwen"}, Pods: fakePods{"qwen": u}, Policy: pod}).pod(t.Context(), "qwen", now)
 		state, _ := u.Report()
 		want, err := pod.Preview(u.Record, u.View, machines.Estimate{Wake: 9 * time.Minute}, now)
 		if err != nil {

@@ -10,24 +10,33 @@ import (
 
 // Backend is the host's durable state, whichever database keeps it: the
 // embedded bbolt file (*Store, the default) or PostgreSQL, which several
-// replicas share (host/store/postgres). host/store/storetest runs the same cases
-// against each, and the rest of the host sees only these interfaces.
+// replicas share (host/store/postgres). Each field is one capability, for
+// the caller that uses it (Records and WakeLog for host/wake, History for
+// host/agent, Pendings and Turns for host/chat, ...); a backend's Backend
+// method fills them, and host/store/storetest runs the same cases against
+// each.
 //
-// Every method is safe for concurrent use, and after Close every method
-// returns an error wrapping ErrClosed.
-type Backend interface {
-	Records
-	WakeLog
-	History
-	BoundedHistory
-	Pendings
-	Retainer
-	Leases
-	// PruneHistory keeps the last keep messages of session (rounded down to
-	// whole turns).
-	PruneHistory(session string, keep int) error
-	// Close stops the background work (pruning) and releases the database.
-	Close() error
+// Every method of every field is safe for concurrent use, and after Close
+// every method returns an error wrapping ErrClosed. Every method that reaches
+// the database takes a context: when it ends, the call returns an error
+// wrapping its error (context.Canceled, context.DeadlineExceeded) without
+// having written anything.
+type Backend struct {
+	Records  Records
+	WakeLog  WakeLog
+	History  BoundedHistory
+	Pendings Pendings
+	Retainer Retainer
+	Leases   Leases
+	// Turns is nil for a backend one host holds (bbolt): that host's
+	// in-process slots are the rule.
+	Turns Turns
+	// Changes is nil for a backend one host holds (bbolt): no other host
+	// changes its records.
+	Changes Changes
+	// Close stops the background work (pruning, leases, the listener) and
+	// releases the database.
+	Close func() error
 }
 
 // Records keeps one machines.Record per pod: what host/wake reads, decides
@@ -35,11 +44,11 @@ type Backend interface {
 type Records interface {
 	// Record returns pod's record, machines.NewRecord(pod) when none is
 	// stored.
-	Record(pod string) (machines.Record, error)
+	Record(ctx context.Context, pod string) (machines.Record, error)
 	// PutRecord stores r under r.Pod, replacing what was there.
-	PutRecord(r machines.Record) error
+	PutRecord(ctx context.Context, r machines.Record) error
 	// Records returns every stored record, sorted by pod.
-	Records() ([]machines.Record, error)
+	Records(ctx context.Context) ([]machines.Record, error)
 	// UpdateRecord is the wake policy's read-decide-write: it runs fn on
 	// pod's record and stores what fn returns unless it is Equal to what fn
 	// was given (most asks change nothing, and cost no write); a change is
@@ -52,7 +61,7 @@ type Records interface {
 	// entry fn returned was stored exactly when they differ. When fn fails
 	// nothing is stored and fn's error is returned as it is. fn must not
 	// call the store.
-	UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error)
+	UpdateRecord(ctx context.Context, pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error)
 }
 
 // WakeLog keeps each pod's log of wakes: one machines.Wake per wake whose
@@ -67,34 +76,42 @@ type WakeLog interface {
 	// RequestedAt) or is added, and the log then keeps its newest
 	// WakeLogSize entries. An empty w.Pod is r.Pod; another is an error,
 	// and so is a zero RequestedAt.
-	PutRecordWake(r machines.Record, w machines.Wake) error
+	PutRecordWake(ctx context.Context, r machines.Record, w machines.Wake) error
 	// Wakes returns pod's wake log, oldest first (by request time), its
 	// times in UTC; none for a pod with no logged wake.
-	Wakes(pod string) ([]machines.Wake, error)
+	Wakes(ctx context.Context, pod string) ([]machines.Wake, error)
 }
 
 // History keeps each session's turns: what host/agent sends with a turn and
-// stores after it.
+// stores after it. A session keeps only its newest turns whose messages fit
+// the backend's session budget (Options.SessionHistoryBytes, [store]
+// session_history_bytes), so that what the store holds is bounded by the
+// sessions it keeps times that budget.
 type History interface {
 	// History returns the last last messages of session, oldest first; nil
 	// when last <= 0 or the session is unknown.
-	History(session string, last int) ([]Message, error)
+	History(ctx context.Context, session string, last int) ([]Message, error)
 	// AppendTurn appends a user message and the assistant's reply, whole or
 	// not at all, stamping the session's last turn with the store's clock.
-	AppendTurn(session string, user, assistant Message) error
+	// In the same transaction it deletes the session's oldest turns until
+	// its messages take at most the session budget as stored; a turn that
+	// alone takes more is not kept, and nor is anything older (the session
+	// starts afresh rather than with a hole where its last turn was).
+	AppendTurn(ctx context.Context, session string, user, assistant Message) error
 }
 
 // BoundedHistory is a History that can stop reading a session once its
-// messages' contents pass a byte cap; every Backend is one. host/agent reads
-// with it when its History has it, so that a session of huge turns costs
-// what is sent.
+// messages' contents pass a byte cap; every backend's is one. host/agent
+// reads with it when its History has it, so that a session of huge turns
+// costs what is sent.
 type BoundedHistory interface {
+	History
 	// HistoryWithin is History(session, last) from the newest message back
 	// to the first whose content would take their total past maxBytes,
 	// which ends them (nothing older: no hole); nil when maxBytes < 0. A
 	// session of huge messages costs what fits: bbolt decodes at most one
 	// more, PostgreSQL sends nothing more.
-	HistoryWithin(session string, last, maxBytes int) ([]Message, error)
+	HistoryWithin(ctx context.Context, session string, last, maxBytes int) ([]Message, error)
 }
 
 // Pendings keeps each session's pending-wake marker (#715): what host/chat
@@ -102,15 +119,15 @@ type BoundedHistory interface {
 type Pendings interface {
 	// Pending returns session's marker; ok is false when it has none, or
 	// only an expired one.
-	Pending(session string) (p Pending, ok bool, err error)
+	Pending(ctx context.Context, session string) (p Pending, ok bool, err error)
 	// PutPending sets session's marker, replacing any other.
-	PutPending(session string, p Pending) error
+	PutPending(ctx context.Context, session string, p Pending) error
 	// TakePending returns and deletes session's marker when its key is key
 	// (ErrNoPending, ErrPendingMismatch otherwise); of concurrent takes
 	// exactly one succeeds.
-	TakePending(session, key string) (Pending, error)
+	TakePending(ctx context.Context, session, key string) (Pending, error)
 	// DeletePending deletes session's marker; none is not an error.
-	DeletePending(session string) error
+	DeletePending(ctx context.Context, session string) error
 }
 
 // Retainer bounds what the store keeps (docs/operations.md, store.history_*).
@@ -120,11 +137,19 @@ type Retainer interface {
 	// when ctx ends.
 	Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error)
 	// StartPruning runs Prune in the background every interval until
-	// Close, logging LinePruned and LinePruneFailed.
+	// Close, logging LinePruned and LinePruneFailed. It does not block:
+	// each pass has a context that Close ends.
 	StartPruning(r Retention, interval time.Duration, log *slog.Logger) error
 }
 
-var _ Backend = (*Store)(nil)
+// Backend is s's capabilities: all but Turns and Changes, which a store one
+// host holds has no use for.
+func (s *Store) Backend() Backend {
+	return Backend{
+		Records: s, WakeLog: s, History: s, Pendings: s, Retainer: s, Leases: s,
+		Close: s.Close,
+	}
+}
 
 // Leases hold a name for one store at a time, across every host sharing the
 // database: host/wake's watch of a wake is one ("one watch per wake across
@@ -136,14 +161,14 @@ var _ Backend = (*Store)(nil)
 type Leases interface {
 	// TakeLease takes name for this store unless a store (this one
 	// included) holds it; ok is false then.
-	TakeLease(name string) (ok bool, err error)
+	TakeLease(ctx context.Context, name string) (ok bool, err error)
 	// LeaseHeld reports whether this store still holds name: taken, not
 	// released, and renewed recently enough that no other store can have
-	// taken it since.
+	// taken it since. It reads what the store knows, never the database.
 	LeaseHeld(name string) bool
 	// ReleaseLease gives name up, for any store to take. Releasing a lease
 	// this store does not hold does nothing.
-	ReleaseLease(name string) error
+	ReleaseLease(ctx context.Context, name string) error
 }
 
 // Turns holds the one turn in flight per session (host/chat answers another
@@ -157,10 +182,10 @@ type Turns interface {
 	// turn being stored.
 	TakeTurn(ctx context.Context, session string) (bool, error)
 	// FinishTurn marks this store's turn of session as replied to.
-	FinishTurn(session string) error
+	FinishTurn(ctx context.Context, session string) error
 	// ReleaseTurn frees session's turn. A turn a host never released
 	// (it died) lapses after the lease.
-	ReleaseTurn(session string) error
+	ReleaseTurn(ctx context.Context, session string) error
 }
 
 // RecordChange is a change of a pod's record that another host sharing the
@@ -182,6 +207,7 @@ type Changes interface {
 	// change another host makes, in the order they were stored, until
 	// Close. The later changes wait while fn runs: it may read the store
 	// (the listener has a connection of its own), but should be quick.
-	// Only one fn may be set.
-	OnRecordChange(fn func(RecordChange)) error
+	// Only one fn may be set. ctx bounds the wait for the first LISTEN;
+	// the listener runs on until Close.
+	OnRecordChange(ctx context.Context, fn func(RecordChange)) error
 }

@@ -23,7 +23,7 @@ func benchStore(b *testing.B, sessions, msgBytes int) (string, int64) {
 	for i := range sessions {
 		session := fmt.Sprintf("session-%05d", i)
 		for range 2 {
-			if err := s.AppendTurn(session, Message{RoleUser, text}, Message{RoleAssistant, text}); err != nil {
+			if err := s.AppendTurn(b.Context(), session, Message{RoleUser, text}, Message{RoleAssistant, text}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -76,9 +76,9 @@ func BenchmarkOpen(b *testing.B) {
 			}
 		}
 	})
-	b.Run("checkFile", func(b *testing.B) {
+	b.Run("checkFile", func(b *testing.B) { // verify's child, in this process
 		for b.Loop() {
-			if err := walkFile(path); err != nil {
+			if err := checkFile(path); err != nil {
 				b.Fatal(err)
 			}
 		}

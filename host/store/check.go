@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"runtime/debug"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -26,12 +28,16 @@ func corruptError(path string, problem error) error {
 
 // verify checks the existing database file at path before the store opens
 // it for writing, and returns an error wrapping ErrCorrupt or ErrLocked, or
-// nil. It holds bbolt's shared lock while it reads, so it never reads a file
-// another host is writing; opening read-only is safe on any file (bbolt
-// then reads only the two meta pages, after checking the file holds them).
-// Under the lock it walks the file with plain reads (checkFile), then runs
-// bbolt's consistency check (Tx.Check), then reads every record the store
-// keeps. The file is not changed.
+// nil. The file is not changed.
+//
+// bbolt trusts its file: a damaged page fails an assertion in a goroutine of
+// bbolt's own, or points past the end of the memory map (SIGBUS), and either
+// ends the process. So the check runs in a short child process, this same
+// executable started again with checkEnv naming the file (see init): it
+// opens the file read-only under bbolt's shared lock, runs bbolt's
+// consistency check (Tx.Check) and reads every record. A child that crashes
+// has found a corrupt file; one that passes leaves nothing the writable open
+// can trip on, since that open walks the same tree the check walked.
 func verify(path string) error {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -42,87 +48,132 @@ func verify(path string) error {
 		// gone without a word.
 		return corruptError(path, errors.New("the file is empty (0 bytes)"))
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: lockTimeout})
-	if errors.Is(err, bolt.ErrTimeout) {
-		return fmt.Errorf("store %s is %w (waited %s)", path, ErrLocked, lockTimeout)
-	}
+	exe, err := checkExecutable()
 	if err != nil {
-		// Say what is wrong in our words when the walk finds it, in bbolt's
-		// otherwise.
-		if werr := walkFile(path); werr != nil {
-			err = werr
-		}
-		return corruptError(path, err)
+		return fmt.Errorf("store %s: checking it: %w", path, err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), checkEnv+"="+path)
+	var problem, crash strings.Builder
+	cmd.Stdout = &problem // one line when it exits checkCorrupt
+	cmd.Stderr = &crash   // a panic's message and trace otherwise
+	err = cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &exit):
+		return fmt.Errorf("store %s: checking it: %w", path, err)
+	case exit.ExitCode() == checkLocked:
+		return fmt.Errorf("store %s is %w (waited %s)", path, ErrLocked, lockTimeout)
+	case exit.ExitCode() == checkCorrupt:
+		return corruptError(path, errors.New(strings.TrimSpace(problem.String())))
+	}
+	detail := exit.String()
+	if line, _, _ := strings.Cut(crash.String(), "\n"); strings.HasPrefix(line, "panic: ") {
+		detail = problemText(line) // the trace stays out of the one line
+	}
+	return corruptError(path, fmt.Errorf("bbolt crashed reading it: %s", detail))
+}
+
+// problemText is bbolt's description of a problem it met as a panic, such
+// as "panic: assertion failed: Page expected to be: 23, but self identifies
+// as 0", without the words that make it read like a crash of the host.
+func problemText(s string) string {
+	for _, prefix := range []string{"panic: ", "assertion failed: ", "runtime error: "} {
+		s = strings.TrimPrefix(s, prefix)
+	}
+	return s
+}
+
+// checkExecutable is the check process's program: this one (the tests
+// build a checker without the race detector).
+var checkExecutable = os.Executable
+
+// checkEnv names the file the check process checks. A process started with
+// it set checks that file and exits, before anything else runs (init): the
+// executable is whatever links this package, wakehost or a test binary.
+const checkEnv = "WAKEONCHAT_CHECK_STORE_FILE"
+
+// The check process's exit statuses, beside 0 (the file is sound) and a
+// crash (it is not).
+const (
+	checkCorrupt = 3 // what is wrong is on stdout, on one line
+	checkLocked  = 4 // another process holds the file
+)
+
+func init() {
+	if path, ok := os.LookupEnv(checkEnv); ok {
+		// syscall.Exit, not os.Exit: there is nothing to flush, and a
+		// race-enabled binary (a test's) would otherwise spend a second
+		// and more finishing the race detector before it exits 0.
+		syscall.Exit(checkProcess(path, os.Stdout))
+	}
+}
+
+// checkProcess is the check process: it checks the file at path, writes
+// what is wrong to out, and returns its exit status.
+func checkProcess(path string, out io.Writer) int {
+	err := checkFile(path)
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, bolt.ErrTimeout):
+		return checkLocked
+	}
+	fmt.Fprintln(out, strings.ReplaceAll(err.Error(), "\n", "; "))
+	return checkCorrupt
+}
+
+// checkFile opens the file at path read-only (bbolt then reads only its two
+// meta pages), checks that it holds every page its last transaction names,
+// then runs bbolt's check and reads every record.
+func checkFile(path string) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: lockTimeout})
+	if err != nil {
+		return err
 	}
 	defer db.Close()
-	if err := walkFile(path); err != nil {
-		return corruptError(path, err)
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
 	}
-	if err := boltCheck(db); err != nil {
-		return corruptError(path, err)
+	return db.View(func(tx *bolt.Tx) error {
+		if fi.Size() < tx.Size() {
+			ps := int64(db.Info().PageSize)
+			return fmt.Errorf("it is truncated to %d bytes; its last transaction needs %d pages of %d bytes",
+				fi.Size(), tx.Size()/ps, ps)
+		}
+		if err := boltCheck(tx); err != nil {
+			return err
+		}
+		return readRecords(tx)
+	})
+}
+
+// boltCheck runs bbolt's consistency check and returns its first problem,
+// with the count of the others. A problem the check met as a panic (a failed
+// assertion, or one found while rebuilding the freelist) is recovered by
+// bbolt and comes as "panic: ...".
+func boltCheck(tx *bolt.Tx) error {
+	var first string
+	n := 0
+	for err := range tx.Check() {
+		if n++; n == 1 {
+			first = problemText(err.Error())
+		}
 	}
-	if err := readAll(db); err != nil {
-		return corruptError(path, err)
+	switch {
+	case n == 1:
+		return fmt.Errorf("bbolt's check: %s", first)
+	case n > 1:
+		return fmt.Errorf("bbolt's check: %s (and %d more problems)", first, n-1)
 	}
 	return nil
 }
 
-// walkFile runs checkFile on the file at path.
-func walkFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return checkFile(f, fi.Size())
-}
-
-// boltCheck runs bbolt's consistency check in a read-only transaction and
-// returns its first problem, with the count of the others. A problem the
-// check found while rebuilding the freelist comes as a recovered panic;
-// its text says so ("panic: freepages: ..."), which is bbolt's wording, not
-// a crash, so the prefix is dropped.
-func boltCheck(db *bolt.DB) error {
-	return db.View(func(tx *bolt.Tx) error {
-		var first string
-		n := 0
-		for err := range tx.Check() {
-			if n++; n == 1 {
-				first = strings.TrimPrefix(err.Error(), "panic: ")
-			}
-		}
-		switch {
-		case n == 1:
-			return fmt.Errorf("bbolt's check: %s", first)
-		case n > 1:
-			return fmt.Errorf("bbolt's check: %s (and %d more problems)", first, n-1)
-		}
-		return nil
-	})
-}
-
-// readAll reads every record the store keeps and checks that each is where
-// the bucket layout puts it and is JSON. It runs on a goroutine of its own
-// with SetPanicOnFault, so that a fault in a mapped page (which checkFile
-// should have made impossible) is an error, not a crash.
-func readAll(db *bolt.DB) error {
-	done := make(chan error, 1)
-	go func() {
-		debug.SetPanicOnFault(true)
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Errorf("reading its records failed: %v", r)
-			}
-		}()
-		done <- db.View(readRecords)
-	}()
-	return <-done
-}
-
+// readRecords reads every record the store keeps and checks that each is
+// where the bucket layout puts it and is JSON.
 func readRecords(tx *bolt.Tx) error {
 	jsonValues := func(b *bolt.Bucket, what string) error {
 		return b.ForEach(func(k, v []byte) error {

@@ -12,13 +12,13 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Suite{
 		Open: func(t *testing.T, o storetest.Options) store.Backend {
-			s, err := store.NoSync(store.Options{Now: o.Now, PendingTTL: o.PendingTTL}).
+			s, err := store.NoSync(store.Options{Now: o.Now, PendingTTL: o.PendingTTL, SessionHistoryBytes: o.SessionHistoryBytes}).
 				Open(filepath.Join(t.TempDir(), "wake.db"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { s.Close() })
-			return s
+			return s.Backend()
 		},
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,23 +39,23 @@ func makeGoodStore(t *testing.T) goodStore {
 	for i := range 60 {
 		session := fmt.Sprintf("session-%02d", i)
 		for j := range 3 {
-			if err := s.AppendTurn(session, Message{RoleUser, fmt.Sprintf("question %d", j)},
+			if err := s.AppendTurn(t.Context(), session, Message{RoleUser, fmt.Sprintf("question %d", j)},
 				Message{RoleAssistant, strings.Repeat("answer ", 20)}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if i%3 == 0 {
-			if err := s.PutPending(session, testPending("k-"+session)); err != nil {
+			if err := s.PutPending(t.Context(), session, testPending("k-"+session)); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := s.AppendTurn("long", Message{RoleUser, "tell me everything"},
+	if err := s.AppendTurn(t.Context(), "long", Message{RoleUser, "tell me everything"},
 		Message{RoleAssistant, strings.Repeat("a long answer ", 2000)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, pod := range []string{"qwen", "llama"} {
-		if err := s.PutRecord(fullRecord(pod, time.Date(2026, 9, 9, 12, 26, 25, 0, time.UTC))); err != nil {
+		if err := s.PutRecord(t.Context(), fullRecord(pod, time.Date(2026, 9, 9, 12, 26, 25, 0, time.UTC))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -190,9 +191,11 @@ func corruptions(g goodStore) []corruption {
 // with one line that names the file, says it is corrupt and says what to
 // do. None may crash the test binary (SIGBUS, a bbolt assertion) or open.
 func TestOpenRefusesCorruptStore(t *testing.T) {
+	t.Parallel()
 	g := makeGoodStore(t)
 	for _, c := range corruptions(g) {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each check is a process: most of its time is its start
 			path := filepath.Join(t.TempDir(), "wake.db")
 			if err := os.WriteFile(path, c.damage(g), 0o600); err != nil {
 				t.Fatal(err)
@@ -203,6 +206,38 @@ func TestOpenRefusesCorruptStore(t *testing.T) {
 				t.Fatalf("Open of a store %s succeeded, want ErrCorrupt", c.name)
 			}
 			checkCorruptError(t, err, path)
+		})
+	}
+}
+
+// TestCorruptErrorSaysWhat: the problem in the one line is in words for an
+// operator: the truncation the README quotes, and bbolt's description of a
+// page it crashed on without the words of a crash.
+func TestCorruptErrorSaysWhat(t *testing.T) {
+	t.Parallel()
+	g := makeGoodStore(t)
+	tests := []struct {
+		c    corruption
+		want string
+	}{
+		{truncated("mid-file", func(g goodStore) int { return g.hwm * g.pageSize / 2 }),
+			fmt.Sprintf("is corrupt: it is truncated to %d bytes; its last transaction needs %d pages of %d bytes; ",
+				g.hwm*g.pageSize/2, g.hwm, g.pageSize)},
+		{corruption{"garbage in pages 2 and 3", func(g goodStore) []byte {
+			return garbageAt(garbage(g, 2, 1), 3*g.pageSize, g.pageSize, 2)
+		}}, "is corrupt: bbolt crashed reading it: Page expected to be: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.c.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "wake.db")
+			if err := os.WriteFile(path, tt.c.damage(g), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Open(path)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Open: %v\nwant it to say %q", err, tt.want)
+			}
 		})
 	}
 }
@@ -258,11 +293,11 @@ func TestOpenAcceptsHarmlessDamage(t *testing.T) {
 				t.Fatalf("Open: %v", err)
 			}
 			defer s.Close()
-			msgs, err := s.History("session-59", 100)
+			msgs, err := s.History(t.Context(), "session-59", 100)
 			if err != nil || len(msgs) == 0 {
 				t.Errorf("History after opening: %d messages, %v", len(msgs), err)
 			}
-			if r, err := s.Record("qwen"); err != nil || r.Pod != "qwen" || r == machines.NewRecord("qwen") {
+			if r, err := s.Record(t.Context(), "qwen"); err != nil || r.Pod != "qwen" || r == machines.NewRecord("qwen") {
 				t.Errorf("Record after opening: %+v, %v", r, err)
 			}
 		})
@@ -275,33 +310,39 @@ func TestOpenAcceptsHarmlessDamage(t *testing.T) {
 // store either refuses to open with ErrCorrupt, or opens and every record
 // in it can be read.
 func TestOpenNeverCrashes(t *testing.T) {
+	t.Parallel()
 	g := makeGoodStore(t)
-	refused := 0
-	for seed := range uint64(200) {
-		r := rand.New(rand.NewPCG(seed, 3))
-		n := 1 + r.IntN(2*g.pageSize)
-		off := r.IntN(len(g.data))
-		path := filepath.Join(t.TempDir(), "wake.db")
-		if err := os.WriteFile(path, garbageAt(g.data, off, n, seed), 0o600); err != nil {
-			t.Fatal(err)
+	var refused atomic.Int32
+	t.Run("seeds", func(t *testing.T) {
+		for seed := range uint64(200) {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) {
+				t.Parallel()
+				r := rand.New(rand.NewPCG(seed, 3))
+				n := 1 + r.IntN(2*g.pageSize)
+				off := r.IntN(len(g.data))
+				path := filepath.Join(t.TempDir(), "wake.db")
+				if err := os.WriteFile(path, garbageAt(g.data, off, n, seed), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				s, err := Open(path)
+				if err != nil {
+					refused.Add(1)
+					checkCorruptError(t, err, path)
+					return
+				}
+				defer s.Close()
+				for i := range 60 {
+					if _, err := s.History(t.Context(), fmt.Sprintf("session-%02d", i), 100); err != nil {
+						t.Errorf("%d bytes at %d: History: %v", n, off, err)
+					}
+				}
+				if _, err := s.Records(t.Context()); err != nil {
+					t.Errorf("%d bytes at %d: Records: %v", n, off, err)
+				}
+			})
 		}
-		s, err := Open(path)
-		if err != nil {
-			refused++
-			checkCorruptError(t, err, path)
-			continue
-		}
-		for i := range 60 {
-			if _, err := s.History(fmt.Sprintf("session-%02d", i), 100); err != nil {
-				t.Errorf("seed %d, %d bytes at %d: History: %v", seed, n, off, err)
-			}
-		}
-		if _, err := s.Records(); err != nil {
-			t.Errorf("seed %d, %d bytes at %d: Records: %v", seed, n, off, err)
-		}
-		s.Close()
-	}
-	t.Logf("%d of 200 damaged stores refused", refused)
+	})
+	t.Logf("%d of 200 damaged stores refused", refused.Load())
 }
 
 // TestOpenRefusesEmptyFile: bbolt would turn a 0-byte file into a fresh

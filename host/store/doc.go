@@ -1,9 +1,11 @@
 // Package store is wake-on-chat's durable state. Backend is what the rest of
-// the host sees (Records for host/wake, History for host/agent, Pendings for
-// host/chat, Retainer for the pruning); two backends implement it: this
-// package's *Store, an embedded bbolt database in the host's data_dir that
-// survives a restart and is the default, and host/store/postgres, a
-// PostgreSQL database several replicas share. host/store/storetest is the
+// the host sees: one narrow interface per capability (Records for host/wake,
+// History for host/agent, Pendings for host/chat, Retainer for the pruning,
+// and Turns and Changes only for a store several hosts share), each call
+// with the caller's context; two backends fill it: this package's *Store,
+// an embedded bbolt database in the host's data_dir that survives a restart
+// and is the default, and host/store/postgres, a PostgreSQL database several
+// replicas share. host/store/storetest is the
 // conformance suite both pass. Either keeps three things:
 //
 //   - each session's chat history, as whole turns (a user message and the
@@ -39,9 +41,11 @@
 //	                             request time, big-endian Unix nanoseconds
 //	                             (absent in stores from before the log)
 //
-// AppendTurn never drops anything, and History reads only the last N
-// messages with a cursor from the end, so a long history costs disk, not
-// time. Retention bounds it (retention.go): Prune deletes whole sessions by
+// AppendTurn keeps a session within its budget (Options.SessionHistoryBytes):
+// in its transaction it walks the session back from the newest message,
+// reading only the sizes of the ones kept, and deletes the oldest turns past
+// the budget. History reads only the last N messages with a cursor from the
+// end. Retention bounds the sessions (retention.go): Prune deletes whole sessions by
 // the age of their last turn and beyond a count, and the pending wakes older
 // than Options.PendingTTL (which already read as absent before that), in
 // write transactions of a bounded size; StartPruning runs it in the
@@ -52,11 +56,13 @@
 // back is Equal to the one written, but its Location is UTC.
 //
 // Open checks an existing file whole before bbolt opens it for writing
-// (check.go, fileformat.go): bbolt trusts its file, and a truncated or
-// damaged one crashes the process inside bbolt (SIGBUS from the memory map,
-// or a failed assertion in a goroutine of bbolt's own, neither of which a
-// caller can recover). A damaged file is refused with an error wrapping
-// ErrCorrupt; an empty one too, which bbolt would silently make a new store.
+// (check.go): bbolt trusts its file, and a truncated or damaged one crashes
+// the process inside bbolt (SIGBUS from the memory map, or a failed
+// assertion in a goroutine of bbolt's own, neither of which a caller can
+// recover), so the check runs in a short child process, the executable
+// started again, where a crash only says the file is corrupt. A damaged file
+// is refused with an error wrapping ErrCorrupt; an empty one too, which
+// bbolt would silently make a new store.
 //
 // A Store is safe for concurrent use: bbolt serialises writers, and every
 // method runs in one transaction. Only one process can hold the database

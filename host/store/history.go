@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -33,8 +34,8 @@ var ErrEmptySession = errors.New("store: empty session id")
 // History returns the last last messages of session, oldest first. It
 // returns nil when last <= 0, and nil (no error) for a session it has never
 // seen. It reads only the messages it returns.
-func (s *Store) History(session string, last int) ([]Message, error) {
-	return s.history(session, last, math.MaxInt)
+func (s *Store) History(ctx context.Context, session string, last int) ([]Message, error) {
+	return s.history(ctx, session, last, math.MaxInt)
 }
 
 // HistoryWithin returns the newest messages of session, at most last of
@@ -46,18 +47,18 @@ func (s *Store) History(session string, last int) ([]Message, error) {
 // more, whatever last is; the one that does not fit is not even decoded
 // when its stored form gives its size (see contentSize). It returns nil
 // when last <= 0 or maxBytes < 0, and for a session it has never seen.
-func (s *Store) HistoryWithin(session string, last, maxBytes int) ([]Message, error) {
+func (s *Store) HistoryWithin(ctx context.Context, session string, last, maxBytes int) ([]Message, error) {
 	if maxBytes < 0 {
 		if session == "" {
 			return nil, ErrEmptySession
 		}
 		return nil, nil
 	}
-	return s.history(session, last, maxBytes)
+	return s.history(ctx, session, last, maxBytes)
 }
 
 // history is HistoryWithin, with maxBytes >= 0.
-func (s *Store) history(session string, last, maxBytes int) ([]Message, error) {
+func (s *Store) history(ctx context.Context, session string, last, maxBytes int) ([]Message, error) {
 	if session == "" {
 		return nil, ErrEmptySession
 	}
@@ -65,7 +66,7 @@ func (s *Store) history(session string, last, maxBytes int) ([]Message, error) {
 		return nil, nil
 	}
 	var msgs []Message
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b, err := messages(tx, session)
 		if b == nil || err != nil {
 			return err
@@ -134,13 +135,24 @@ func contentSize(v []byte) (n int, ok bool) {
 	return 0, false
 }
 
+// DefaultSessionHistoryBytes is the session budget of a store whose options
+// give none: 1 MiB, four times the default [agent] history_bytes.
+const DefaultSessionHistoryBytes = 1 << 20
+
 // AppendTurn appends one turn, user's message then assistant's reply, to
 // session's history in one transaction: the turn is stored whole or not at
 // all, and concurrent turns never interleave. user.Role must be "user" and
 // assistant.Role "assistant". The session's last turn is stamped with the
-// store's clock (Options.Now), which Prune ages it by. History is never
-// trimmed here; see Prune and PruneHistory.
-func (s *Store) AppendTurn(session string, user, assistant Message) error {
+// store's clock (Options.Now), which Prune ages it by.
+//
+// In the same transaction the session is trimmed to its budget
+// (Options.SessionHistoryBytes): of its turns, newest first, those whose
+// stored messages (their JSON) fit the budget together are kept, and the
+// first that does not fit is deleted with every older one. A turn that
+// alone does not fit is not kept either, so the session is left with no
+// message (and its last turn stamped): what a next turn is sent then starts
+// afresh rather than with a hole. Sequence numbers are never reused.
+func (s *Store) AppendTurn(ctx context.Context, session string, user, assistant Message) error {
 	if session == "" {
 		return ErrEmptySession
 	}
@@ -148,7 +160,15 @@ func (s *Store) AppendTurn(session string, user, assistant Message) error {
 		return fmt.Errorf("store: turn roles %q, %q: want %q, %q",
 			user.Role, assistant.Role, RoleUser, RoleAssistant)
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	var values [2][]byte
+	for i, m := range []Message{user, assistant} {
+		v, err := encodeMessage(m)
+		if err != nil {
+			return fmt.Errorf("store: session %q message: %w", session, err)
+		}
+		values[i] = v
+	}
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		sessions, err := bucket(tx, bucketSessions)
 		if err != nil {
 			return err
@@ -164,52 +184,71 @@ func (s *Store) AppendTurn(session string, user, assistant Message) error {
 		if err := sb.Put(keyLastTurn, timeValue(s.now())); err != nil {
 			return fmt.Errorf("store: session %q last turn: %w", session, err)
 		}
-		for _, m := range []Message{user, assistant} {
+		for _, v := range values {
 			seq, err := b.NextSequence()
 			if err != nil {
 				return fmt.Errorf("store: session %q sequence: %w", session, err)
-			}
-			v, err := json.Marshal(m)
-			if err != nil {
-				return fmt.Errorf("store: session %q message: %w", session, err)
 			}
 			if err := b.Put(seqKey(seq), v); err != nil {
 				return fmt.Errorf("store: session %q message: %w", session, err)
 			}
 		}
+		if err := trim(b, s.sessionMax); err != nil {
+			return fmt.Errorf("store: session %q trim: %w", session, err)
+		}
 		return nil
 	})
 }
 
-// PruneHistory deletes all but the last keep messages of session. keep is
-// rounded down to an even number so a turn is never split; keep <= 1 deletes
-// the whole history. Pruning an unknown session does nothing. Sequence
-// numbers are never reused.
-func (s *Store) PruneHistory(session string, keep int) error {
-	if session == "" {
-		return ErrEmptySession
+// encodeMessage is m as AppendTurn stores it: JSON, with <, > and & as they
+// are (json.Marshal would make each six bytes), so that a message's stored
+// size is about its content's for the session budget.
+func encodeMessage(m Message) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, err
 	}
-	keep = max(keep, 0) &^ 1
-	return s.update(func(tx *bolt.Tx) error {
-		b, err := messages(tx, session)
-		if b == nil || err != nil {
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// trim deletes the oldest messages of b, a session's, so that what is left
+// takes at most budget bytes as stored, in whole turns: it walks back from
+// the newest, a turn (two messages) at a time, and the first turn that
+// would take the total past budget goes with everything older. Only the
+// kept messages are read: the walk stops at the first that does not fit.
+func trim(b *bolt.Bucket, budget int) error {
+	c := b.Cursor()
+	total := 0
+	var cut []byte // the newest key that goes, with every older one
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		newer, size := k, len(v) // a turn's assistant message
+		if k, v = c.Prev(); k != nil {
+			size += len(v) // ... and its user message
+		}
+		if total+size > budget {
+			cut = newer
+			break
+		}
+		total += size
+		if k == nil {
+			break
+		}
+	}
+	if cut == nil {
+		return nil
+	}
+	var doomed [][]byte
+	for k, _ := c.Seek(cut); k != nil; k, _ = c.Prev() {
+		doomed = append(doomed, bytes.Clone(k))
+	}
+	for _, k := range doomed {
+		if err := b.Delete(k); err != nil {
 			return err
 		}
-		var doomed [][]byte
-		c := b.Cursor()
-		n := 0
-		for k, _ := c.Last(); k != nil; k, _ = c.Prev() {
-			if n++; n > keep {
-				doomed = append(doomed, slices.Clone(k))
-			}
-		}
-		for _, k := range doomed {
-			if err := b.Delete(k); err != nil {
-				return fmt.Errorf("store: session %q prune: %w", session, err)
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // messages returns session's messages bucket, nil when the session has none.

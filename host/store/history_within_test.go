@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
@@ -10,7 +11,8 @@ import (
 
 // TestContentSize: the size read from a stored message's form is its
 // decoded content's length whenever it is given, and it is given for every
-// plain message of either role.
+// plain message of either role, as AppendTurn stores it (encodeMessage) or
+// as stores from before it did (json.Marshal, which escapes <, > and &).
 func TestContentSize(t *testing.T) {
 	for _, tc := range []struct {
 		content string
@@ -24,14 +26,21 @@ func TestContentSize(t *testing.T) {
 		{`back\slash`, false},
 		{"line\nbreak", false},
 		{"a\x00b", false},
-		{"<b>&amp;</b>", false}, // escaped as \u003c
-		{"\xff\xfe", false},     // not UTF-8: stored as \ufffd
+		{"<b>&amp;</b>", true}, // stored as it is
+		{"\xff\xfe", false},    // not UTF-8: stored as \ufffd
 		{strings.Repeat("x", 70000), true},
 	} {
 		for _, role := range []string{RoleUser, RoleAssistant} {
-			v, err := json.Marshal(Message{Role: role, Content: tc.content})
+			v, err := encodeMessage(Message{Role: role, Content: tc.content})
 			if err != nil {
 				t.Fatal(err)
+			}
+			old, err := json.Marshal(Message{Role: role, Content: tc.content})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n, ok := contentSize(old); ok && n != len(tc.content) {
+				t.Errorf("contentSize(%.40q) = %d, true; want the content's length %d", old, n, len(tc.content))
 			}
 			var m Message
 			if err := json.Unmarshal(v, &m); err != nil {
@@ -58,15 +67,15 @@ func TestContentSize(t *testing.T) {
 
 // hugeSession stores turns turns of a short question and an answer of
 // answerBytes in session, the answer escaped (so its size is known only by
-// decoding it) or plain.
+// decoding it) or plain. s's session budget must hold them.
 func hugeSession(tb testing.TB, s *Store, session string, turns, answerBytes int, escaped bool) {
 	tb.Helper()
 	answer := strings.Repeat("x", answerBytes)
 	if escaped {
-		answer = strings.Repeat("<", answerBytes) // stored as \u003c
+		answer = strings.Repeat(`"`, answerBytes) // stored as \"
 	}
 	for i := range turns {
-		if err := s.AppendTurn(session, Message{RoleUser, fmt.Sprintf("q%d", i)}, Message{RoleAssistant, answer}); err != nil {
+		if err := s.AppendTurn(context.Background(), session, Message{RoleUser, fmt.Sprintf("q%d", i)}, Message{RoleAssistant, answer}); err != nil {
 			tb.Fatal(err)
 		}
 	}
@@ -93,7 +102,7 @@ func TestHistoryWithinReadsOnlyWhatFits(t *testing.T) {
 		last     = 20
 		maxBytes = 256 << 10
 	)
-	s, err := Options{noSync: true}.Open(t.TempDir() + "/wake.db")
+	s, err := Options{noSync: true, SessionHistoryBytes: 64 << 20}.Open(t.TempDir() + "/wake.db")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,11 +120,11 @@ func TestHistoryWithinReadsOnlyWhatFits(t *testing.T) {
 		t.Run(tc.session, func(t *testing.T) {
 			var all, fit []Message
 			var err error
-			full := allocated(func() { all, err = s.History(tc.session, last) })
+			full := allocated(func() { all, err = s.History(t.Context(), tc.session, last) })
 			if err != nil || len(all) != last {
 				t.Fatalf("History: %d messages, %v", len(all), err)
 			}
-			bounded := allocated(func() { fit, err = s.HistoryWithin(tc.session, last, maxBytes) })
+			bounded := allocated(func() { fit, err = s.HistoryWithin(t.Context(), tc.session, last, maxBytes) })
 			if err != nil || len(fit) != 0 {
 				t.Fatalf("HistoryWithin: %d messages, %v; want none (the newest answer does not fit)", len(fit), err)
 			}
@@ -135,7 +144,7 @@ func TestHistoryWithinReadsOnlyWhatFits(t *testing.T) {
 // (History), or only what fits (HistoryWithin). Run it with
 // go test -run '^$' -bench HistoryHugeTurns -benchmem ./host/store/
 func BenchmarkHistoryHugeTurns(b *testing.B) {
-	s, err := Options{noSync: true}.Open(b.TempDir() + "/wake.db")
+	s, err := Options{noSync: true, SessionHistoryBytes: 64 << 20}.Open(b.TempDir() + "/wake.db")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,7 +155,7 @@ func BenchmarkHistoryHugeTurns(b *testing.B) {
 		b.Run(session+"/History", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := s.History(session, 20); err != nil {
+				if _, err := s.History(b.Context(), session, 20); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -154,7 +163,7 @@ func BenchmarkHistoryHugeTurns(b *testing.B) {
 		b.Run(session+"/HistoryWithin", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := s.HistoryWithin(session, 20, 256<<10); err != nil {
+				if _, err := s.HistoryWithin(b.Context(), session, 20, 256<<10); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,6 +1,8 @@
 package store_test
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"testing"
 
@@ -35,4 +37,27 @@ func TestKeyedMutex(t *testing.T) {
 	<-done
 	unlockA()
 	k.Lock("a")() // and a is free again once unlocked
+}
+
+// LockContext waits for the key's holder until its context ends, and then
+// holds nothing.
+func TestKeyedMutexContext(t *testing.T) {
+	var k store.KeyedMutex
+	unlock := k.Lock("a")
+	ctx, cancel := context.WithCancel(t.Context())
+	got := make(chan error, 1)
+	go func() {
+		_, err := k.LockContext(ctx, "a")
+		got <- err
+	}()
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Errorf("LockContext of a held key, its context cancelled: %v, want context.Canceled", err)
+	}
+	unlock()
+	unlock, err := k.LockContext(t.Context(), "a") // nothing was left held
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock()
 }

@@ -1,6 +1,9 @@
 package store
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // leases are the bbolt store's: one process holds the file, so a set of
 // names in memory is every holder there is.
@@ -10,9 +13,12 @@ type leases struct {
 }
 
 // TakeLease takes name unless it is held.
-func (s *Store) TakeLease(name string) (bool, error) {
+func (s *Store) TakeLease(ctx context.Context, name string) (bool, error) {
 	if s.isClosed() {
 		return false, ErrClosed
+	}
+	if err := ctxErr(ctx); err != nil {
+		return false, err
 	}
 	s.leases.mu.Lock()
 	defer s.leases.mu.Unlock()
@@ -34,7 +40,7 @@ func (s *Store) LeaseHeld(name string) bool {
 }
 
 // ReleaseLease gives name up.
-func (s *Store) ReleaseLease(name string) error {
+func (s *Store) ReleaseLease(_ context.Context, name string) error {
 	s.leases.mu.Lock()
 	defer s.leases.mu.Unlock()
 	delete(s.leases.held, name)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,12 +31,12 @@ var (
 
 // Pending returns session's marker; ok is false when it has none, or only
 // an expired one (older than Options.PendingTTL).
-func (s *Store) Pending(session string) (p Pending, ok bool, err error) {
+func (s *Store) Pending(ctx context.Context, session string) (p Pending, ok bool, err error) {
 	if session == "" {
 		return Pending{}, false, ErrEmptySession
 	}
 	now := s.now()
-	err = s.view(func(tx *bolt.Tx) error {
+	err = s.view(ctx, func(tx *bolt.Tx) error {
 		var err error
 		p, ok, err = getPending(tx, session)
 		ok = ok && !p.Expired(s.pendingTTL, now)
@@ -49,7 +50,7 @@ func (s *Store) Pending(session string) (p Pending, ok bool, err error) {
 
 // PutPending sets session's marker, replacing any other. p.Key must not be
 // empty. Its times are stored in UTC.
-func (s *Store) PutPending(session string, p Pending) error {
+func (s *Store) PutPending(ctx context.Context, session string, p Pending) error {
 	if session == "" {
 		return ErrEmptySession
 	}
@@ -57,7 +58,7 @@ func (s *Store) PutPending(session string, p Pending) error {
 	if err != nil {
 		return err
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		b, err := bucket(tx, bucketPending)
 		if err != nil {
 			return err
@@ -71,13 +72,13 @@ func (s *Store) PutPending(session string, p Pending) error {
 // only an expired one, which Prune deletes) and ErrPendingMismatch (keeping
 // the marker) when the key differs; with either the Pending is zero. Of
 // concurrent takes with the same key exactly one succeeds.
-func (s *Store) TakePending(session, key string) (Pending, error) {
+func (s *Store) TakePending(ctx context.Context, session, key string) (Pending, error) {
 	if session == "" {
 		return Pending{}, ErrEmptySession
 	}
 	var p Pending
 	now := s.now()
-	err := s.update(func(tx *bolt.Tx) error {
+	err := s.update(ctx, func(tx *bolt.Tx) error {
 		got, ok, err := getPending(tx, session)
 		switch {
 		case err != nil:
@@ -97,11 +98,11 @@ func (s *Store) TakePending(session, key string) (Pending, error) {
 }
 
 // DeletePending deletes session's marker; deleting none is not an error.
-func (s *Store) DeletePending(session string) error {
+func (s *Store) DeletePending(ctx context.Context, session string) error {
 	if session == "" {
 		return ErrEmptySession
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		b, err := bucket(tx, bucketPending)
 		if err != nil {
 			return err

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,12 +17,12 @@ var ErrEmptyPod = errors.New("store: empty pod name")
 
 // Record returns pod's wake-policy record, machines.NewRecord(pod) when none
 // is stored.
-func (s *Store) Record(pod string) (machines.Record, error) {
+func (s *Store) Record(ctx context.Context, pod string) (machines.Record, error) {
 	if pod == "" {
 		return machines.Record{}, ErrEmptyPod
 	}
 	r := machines.NewRecord(pod)
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b, err := bucket(tx, bucketPods)
 		if err != nil {
 			return err
@@ -41,7 +42,7 @@ func (s *Store) Record(pod string) (machines.Record, error) {
 
 // PutRecord stores r under r.Pod, replacing what was there. Its times are
 // stored in UTC.
-func (s *Store) PutRecord(r machines.Record) error {
+func (s *Store) PutRecord(ctx context.Context, r machines.Record) error {
 	if r.Pod == "" {
 		return ErrEmptyPod
 	}
@@ -49,7 +50,7 @@ func (s *Store) PutRecord(r machines.Record) error {
 	if err != nil {
 		return err
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		b, err := bucket(tx, bucketPods)
 		if err != nil {
 			return err
@@ -59,9 +60,9 @@ func (s *Store) PutRecord(r machines.Record) error {
 }
 
 // Records returns every stored record, sorted by pod.
-func (s *Store) Records() ([]machines.Record, error) {
+func (s *Store) Records(ctx context.Context) ([]machines.Record, error) {
 	var rs []machines.Record
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		b, err := bucket(tx, bucketPods)
 		if err != nil {
 			return err
@@ -105,14 +106,18 @@ func DecodeRecord(pod string, v []byte) (machines.Record, error) {
 // record fn was given and the one now stored; when fn fails nothing is
 // stored and its error is returned as it is. One process holds the file, so
 // an in-process lock per pod is a lock across every writer; PutRecord does
-// not take it.
-func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
+// not take it. Waiting for the lock ends with ctx, and a ctx that ended
+// while fn ran stores nothing.
+func (s *Store) UpdateRecord(ctx context.Context, pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
 	if pod == "" {
 		return machines.Record{}, machines.Record{}, ErrEmptyPod
 	}
-	unlock := s.podLocks.Lock(pod)
+	unlock, err := s.podLocks.LockContext(ctx, pod)
+	if err != nil {
+		return machines.Record{}, machines.Record{}, fmt.Errorf("store: %w", err)
+	}
 	defer unlock()
-	rec, err := s.Record(pod)
+	rec, err := s.Record(ctx, pod)
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err
 	}
@@ -127,9 +132,9 @@ func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Reco
 		return machines.Record{}, machines.Record{}, fmt.Errorf("store: update of pod %s returned a record of pod %q", pod, next.Pod)
 	}
 	if w != nil {
-		err = s.PutRecordWake(next, *w)
+		err = s.PutRecordWake(ctx, next, *w)
 	} else {
-		err = s.PutRecord(next)
+		err = s.PutRecord(ctx, next)
 	}
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err

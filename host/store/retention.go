@@ -63,7 +63,7 @@ func (s *Store) Prune(ctx context.Context, now time.Time, r Retention) (Pruned, 
 	now = UTC(now)
 	var all []sessionAge
 	var expired []pendingAge
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		sessions, err := bucket(tx, bucketSessions)
 		if err != nil {
 			return err
@@ -178,11 +178,8 @@ func doomedSessions(all []sessionAge, now time.Time, r Retention) (doomed, kept 
 func (s *Store) inBatches(ctx context.Context, n int, fn func(tx *bolt.Tx, i int) (bool, error)) (int, error) {
 	count := 0
 	for start := 0; start < n; start += pruneBatch {
-		if err := ctx.Err(); err != nil {
-			return count, err
-		}
 		inBatch := 0
-		err := s.update(func(tx *bolt.Tx) error {
+		err := s.update(ctx, func(tx *bolt.Tx) error {
 			inBatch = 0
 			for i := start; i < min(start+pruneBatch, n); i++ {
 				did, err := fn(tx, i)

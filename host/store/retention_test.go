@@ -43,7 +43,7 @@ func openClocked(t *testing.T, ttl time.Duration) *clockedStore {
 func (cs *clockedStore) turnAt(t *testing.T, session string, at time.Duration) {
 	t.Helper()
 	cs.now = pruneT0.Add(at)
-	if err := cs.AppendTurn(session, Message{RoleUser, "q"}, Message{RoleAssistant, "a"}); err != nil {
+	if err := cs.AppendTurn(t.Context(), session, Message{RoleUser, "q"}, Message{RoleAssistant, "a"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -126,7 +126,7 @@ func TestPruneStampsLegacySessions(t *testing.T) {
 				cs.unstamp(t, session)
 			}
 			for _, p := range tc.pending {
-				if err := cs.PutPending(p.session, Pending{Key: "k-" + p.session, CreatedAt: pruneT0.Add(p.at)}); err != nil {
+				if err := cs.PutPending(t.Context(), p.session, Pending{Key: "k-" + p.session, CreatedAt: pruneT0.Add(p.at)}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -179,7 +179,7 @@ func TestPruneAgesStampedSessions(t *testing.T) {
 func TestExpiredPendingReadsAsAbsent(t *testing.T) {
 	cs := openClocked(t, 35*time.Minute)
 	p := Pending{Key: "k", Pod: "qwen", CreatedAt: pruneT0}
-	if err := cs.PutPending("s", p); err != nil {
+	if err := cs.PutPending(t.Context(), "s", p); err != nil {
 		t.Fatal(err)
 	}
 	for _, step := range []struct {
@@ -192,18 +192,18 @@ func TestExpiredPendingReadsAsAbsent(t *testing.T) {
 		{time.Hour, false},
 	} {
 		cs.now = pruneT0.Add(step.at)
-		if _, ok, err := cs.Pending("s"); err != nil || ok != step.wantOK {
+		if _, ok, err := cs.Pending(t.Context(), "s"); err != nil || ok != step.wantOK {
 			t.Errorf("Pending at +%v: ok %v, err %v; want ok %v", step.at, ok, err, step.wantOK)
 		}
 	}
-	if _, err := cs.TakePending("s", "k"); !errors.Is(err, ErrNoPending) {
+	if _, err := cs.TakePending(t.Context(), "s", "k"); !errors.Is(err, ErrNoPending) {
 		t.Errorf("TakePending of an expired marker: %v, want ErrNoPending", err)
 	}
 	if diff := cmp.Diff([]string{"s"}, cs.keys(t, bucketPending)); diff != "" {
 		t.Errorf("markers in the file (-want +got):\n%s", diff)
 	}
 	cs.now = pruneT0.Add(10 * time.Minute)
-	if got, err := cs.TakePending("s", "k"); err != nil || got.Key != "k" {
+	if got, err := cs.TakePending(t.Context(), "s", "k"); err != nil || got.Key != "k" {
 		t.Errorf("TakePending of a live marker: %+v, %v", got, err)
 	}
 }
@@ -223,7 +223,7 @@ func TestPruneKeepsStoreBounded(t *testing.T) {
 		cs := openClocked(t, 0)
 		for i := range sessions {
 			cs.now = pruneT0.Add(time.Duration(i) * time.Minute)
-			if err := cs.AppendTurn(fmt.Sprintf("s-%05d", i), Message{RoleUser, "q"}, Message{RoleAssistant, answer}); err != nil {
+			if err := cs.AppendTurn(t.Context(), fmt.Sprintf("s-%05d", i), Message{RoleUser, "q"}, Message{RoleAssistant, answer}); err != nil {
 				t.Fatal(err)
 			}
 			if (i+1)%every != 0 {
@@ -313,13 +313,13 @@ func TestPruningInBackground(t *testing.T) {
 		}
 		turn := func(session string) {
 			t.Helper()
-			if err := s.AppendTurn(session, Message{RoleUser, "q"}, Message{RoleAssistant, "a"}); err != nil {
+			if err := s.AppendTurn(t.Context(), session, Message{RoleUser, "q"}, Message{RoleAssistant, "a"}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		has := func(session string) bool {
 			t.Helper()
-			msgs, err := s.History(session, 10)
+			msgs, err := s.History(t.Context(), session, 10)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -329,7 +329,7 @@ func TestPruningInBackground(t *testing.T) {
 		time.Sleep(2 * time.Hour)
 		start := time.Now()
 		turn("old")
-		if err := s.PutPending("old", Pending{Key: "k", CreatedAt: start}); err != nil {
+		if err := s.PutPending(t.Context(), "old", Pending{Key: "k", CreatedAt: start}); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(30 * time.Minute)

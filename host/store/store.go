@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -39,6 +40,7 @@ type Store struct {
 	db         *bolt.DB
 	now        func() time.Time
 	pendingTTL time.Duration
+	sessionMax int // Options.SessionHistoryBytes
 
 	pruning PruneLoop // the background pruning StartPruning runs
 
@@ -56,6 +58,10 @@ type Options struct {
 	// older one reads as absent and is deleted by Prune. 0 (the default):
 	// they never expire.
 	PendingTTL time.Duration
+	// SessionHistoryBytes is the most a session's messages take as stored
+	// (their JSON): AppendTurn deletes the oldest turns beyond it (see
+	// History). 0 (the default): DefaultSessionHistoryBytes.
+	SessionHistoryBytes int
 
 	// noSync skips fsync on commit, for tests that write thousands of
 	// transactions and do not test durability.
@@ -78,6 +84,9 @@ func Open(path string) (*Store, error) { return Options{}.Open(path) }
 func (o Options) Open(path string) (*Store, error) {
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.SessionHistoryBytes <= 0 {
+		o.SessionHistoryBytes = DefaultSessionHistoryBytes
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
@@ -119,7 +128,7 @@ func (o Options) Open(path string) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	}
-	return &Store{db: db, now: o.Now, pendingTTL: o.PendingTTL}, nil
+	return &Store{db: db, now: o.Now, pendingTTL: o.PendingTTL, sessionMax: o.SessionHistoryBytes}, nil
 }
 
 // Close stops the background pruning (waiting for a batch under way), then
@@ -140,14 +149,37 @@ func (s *Store) isClosed() bool {
 	return s.pruning.closed
 }
 
-// view runs fn in a read-only transaction.
-func (s *Store) view(fn func(*bolt.Tx) error) error {
+// view runs fn in a read-only transaction, unless ctx has ended.
+func (s *Store) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
 	return closedErr(s.db.View(fn))
 }
 
-// update runs fn in a read-write transaction; an error from fn rolls it back.
-func (s *Store) update(fn func(*bolt.Tx) error) error {
-	return closedErr(s.db.Update(fn))
+// update runs fn in a read-write transaction; an error from fn rolls it
+// back. bbolt's transactions take no context: ctx is looked at before the
+// transaction and again once it has the writer's lock (another write may
+// have held it), and a ctx that ended by then rolls it back before fn
+// writes anything. A transaction under way is short: it runs to its end.
+func (s *Store) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctxErr(ctx); err != nil {
+		return err
+	}
+	return closedErr(s.db.Update(func(tx *bolt.Tx) error {
+		if err := ctxErr(ctx); err != nil {
+			return err
+		}
+		return fn(tx)
+	}))
+}
+
+// ctxErr is ctx's error, when it has ended, as the store returns it.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	return nil
 }
 
 func closedErr(err error) error {

@@ -111,16 +111,16 @@ func TestCallsAfterCloseFail(t *testing.T) {
 		name string
 		call func() error
 	}{
-		{"History", func() error { _, err := s.History("s", 10); return err }},
-		{"AppendTurn", func() error { return s.AppendTurn("s", user, asst) }},
+		{"History", func() error { _, err := s.History(t.Context(), "s", 10); return err }},
+		{"AppendTurn", func() error { return s.AppendTurn(t.Context(), "s", user, asst) }},
 		{"PruneHistory", func() error { return s.PruneHistory("s", 2) }},
-		{"Pending", func() error { _, _, err := s.Pending("s"); return err }},
-		{"PutPending", func() error { return s.PutPending("s", Pending{Key: "k"}) }},
-		{"TakePending", func() error { _, err := s.TakePending("s", "k"); return err }},
-		{"DeletePending", func() error { return s.DeletePending("s") }},
-		{"Record", func() error { _, err := s.Record("pod"); return err }},
-		{"PutRecord", func() error { return s.PutRecord(machines.NewRecord("pod")) }},
-		{"Records", func() error { _, err := s.Records(); return err }},
+		{"Pending", func() error { _, _, err := s.Pending(t.Context(), "s"); return err }},
+		{"PutPending", func() error { return s.PutPending(t.Context(), "s", Pending{Key: "k"}) }},
+		{"TakePending", func() error { _, err := s.TakePending(t.Context(), "s", "k"); return err }},
+		{"DeletePending", func() error { return s.DeletePending(t.Context(), "s") }},
+		{"Record", func() error { _, err := s.Record(t.Context(), "pod"); return err }},
+		{"PutRecord", func() error { return s.PutRecord(t.Context(), machines.NewRecord("pod")) }},
+		{"Records", func() error { _, err := s.Records(t.Context()); return err }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.call(); !errors.Is(err, ErrClosed) {
@@ -141,7 +141,7 @@ func TestSurvivesReopen(t *testing.T) {
 		{Role: RoleAssistant, Content: "Here I am."},
 	}
 	for i := 0; i < len(history); i += 2 {
-		if err := s.AppendTurn("sess-1", history[i], history[i+1]); err != nil {
+		if err := s.AppendTurn(t.Context(), "sess-1", history[i], history[i+1]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -149,12 +149,12 @@ func TestSurvivesReopen(t *testing.T) {
 		Key: "k-1", Pod: "gpu-a", Provider: "vllm", WakeRequestedAt: wake,
 		State: "waking", CreatedAt: wake.Add(2 * time.Second),
 	}
-	if err := s.PutPending("sess-1", pending); err != nil {
+	if err := s.PutPending(t.Context(), "sess-1", pending); err != nil {
 		t.Fatal(err)
 	}
 	records := []machines.Record{fullRecord("gpu-a", wake), fullRecord("gpu-b", wake.Add(time.Hour))}
 	for _, r := range records {
-		if err := s.PutRecord(r); err != nil {
+		if err := s.PutRecord(t.Context(), r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,21 +168,21 @@ func TestSurvivesReopen(t *testing.T) {
 	}
 	defer s.Close()
 
-	gotHistory, err := s.History("sess-1", 100)
+	gotHistory, err := s.History(t.Context(), "sess-1", 100)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(history, gotHistory); diff != "" {
 		t.Errorf("History after reopen (-want +got):\n%s", diff)
 	}
-	gotPending, ok, err := s.Pending("sess-1")
+	gotPending, ok, err := s.Pending(t.Context(), "sess-1")
 	if err != nil || !ok {
 		t.Fatalf("Pending after reopen: ok %v, err %v", ok, err)
 	}
 	if diff := cmp.Diff(pending, gotPending); diff != "" {
 		t.Errorf("Pending after reopen (-want +got):\n%s", diff)
 	}
-	gotRecords, err := s.Records()
+	gotRecords, err := s.Records(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,10 +191,10 @@ func TestSurvivesReopen(t *testing.T) {
 	}
 	// Sequence numbers continue after a reopen: new turns go last.
 	more := []Message{{Role: RoleUser, Content: "3"}, {Role: RoleAssistant, Content: "three"}}
-	if err := s.AppendTurn("sess-1", more[0], more[1]); err != nil {
+	if err := s.AppendTurn(t.Context(), "sess-1", more[0], more[1]); err != nil {
 		t.Fatal(err)
 	}
-	gotHistory, err = s.History("sess-1", 100)
+	gotHistory, err = s.History(t.Context(), "sess-1", 100)
 	if err != nil {
 		t.Fatal(err)
 	}

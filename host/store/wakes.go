@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -45,7 +46,7 @@ func LogEntry(r machines.Record, w machines.Wake) (machines.Wake, error) {
 // one transaction: w replaces the entry of the same wake (its RequestedAt)
 // or is added, and the log then keeps its newest WakeLogSize entries. w.Pod
 // is r.Pod (an empty one is set to it). Its times are stored in UTC.
-func (s *Store) PutRecordWake(r machines.Record, w machines.Wake) error {
+func (s *Store) PutRecordWake(ctx context.Context, r machines.Record, w machines.Wake) error {
 	if r.Pod == "" {
 		return ErrEmptyPod
 	}
@@ -61,7 +62,7 @@ func (s *Store) PutRecordWake(r machines.Record, w machines.Wake) error {
 	if err != nil {
 		return fmt.Errorf("store: wake of pod %q: %w", w.Pod, err)
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	return s.update(ctx, func(tx *bolt.Tx) error {
 		pods, err := bucket(tx, bucketPods)
 		if err != nil {
 			return err
@@ -98,12 +99,12 @@ func (s *Store) PutRecordWake(r machines.Record, w machines.Wake) error {
 
 // Wakes returns pod's wake log, oldest first (by request time); none for a
 // pod with no logged wake, or a store from before the log was kept.
-func (s *Store) Wakes(pod string) ([]machines.Wake, error) {
+func (s *Store) Wakes(ctx context.Context, pod string) ([]machines.Wake, error) {
 	if pod == "" {
 		return nil, ErrEmptyPod
 	}
 	var ws []machines.Wake
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.view(ctx, func(tx *bolt.Tx) error {
 		wakes, err := bucket(tx, bucketWakes)
 		if err != nil {
 			return err

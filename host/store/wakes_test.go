@@ -54,7 +54,7 @@ func TestWakeLogFromAnOlderStore(t *testing.T) {
 	}
 	defer s.Close()
 	wake := time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
-	got, err := s.Record("qwen")
+	got, err := s.Record(t.Context(), "qwen")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +62,14 @@ func TestWakeLogFromAnOlderStore(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("an older record (-want +got):\n%s", diff)
 	}
-	if ws, err := s.Wakes("qwen"); err != nil || len(ws) != 0 {
+	if ws, err := s.Wakes(t.Context(), "qwen"); err != nil || len(ws) != 0 {
 		t.Errorf("Wakes of an older store = %v, %v; want none", ws, err)
 	}
 	next := loggedWake("qwen", wake.Add(time.Hour), 4*time.Minute)
-	if err := s.PutRecordWake(want, next); err != nil {
+	if err := s.PutRecordWake(t.Context(), want, next); err != nil {
 		t.Fatal(err)
 	}
-	if ws, err := s.Wakes("qwen"); err != nil || len(ws) != 1 {
+	if ws, err := s.Wakes(t.Context(), "qwen"); err != nil || len(ws) != 1 {
 		t.Errorf("Wakes after one logged = %v, %v; want it", ws, err)
 	}
 }
@@ -79,7 +79,7 @@ func TestWakeLogReopened(t *testing.T) {
 	s, path := openTemp(t)
 	wake := time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
 	w := loggedWake("qwen", wake, 4*time.Minute)
-	if err := s.PutRecordWake(fullRecord("qwen", wake), w); err != nil {
+	if err := s.PutRecordWake(t.Context(), fullRecord("qwen", wake), w); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -90,7 +90,7 @@ func TestWakeLogReopened(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	got, err := s2.Wakes("qwen")
+	got, err := s2.Wakes(t.Context(), "qwen")
 	if err != nil {
 		t.Fatal(err)
 	}

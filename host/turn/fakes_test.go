@@ -69,7 +69,7 @@ func (f *fakeCoord) NotReady(_ context.Context, pod, status, lookup string, mode
 	return d, nil
 }
 
-func (f *fakeCoord) Record(pod string) (machines.Record, error) {
+func (f *fakeCoord) Record(_ context.Context, pod string) (machines.Record, error) {
 	f.calls.add("Record %s", pod)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -101,7 +101,7 @@ type fakePending struct {
 	m     map[string]store.Pending
 }
 
-func (f *fakePending) Pending(session string) (store.Pending, bool, error) {
+func (f *fakePending) Pending(_ context.Context, session string) (store.Pending, bool, error) {
 	f.calls.add("Pending %s", session)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -109,7 +109,7 @@ func (f *fakePending) Pending(session string) (store.Pending, bool, error) {
 	return p, ok, nil
 }
 
-func (f *fakePending) PutPending(session string, p store.Pending) error {
+func (f *fakePending) PutPending(_ context.Context, session string, p store.Pending) error {
 	f.calls.add("PutPending %s %s", session, p.Key)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -117,7 +117,7 @@ func (f *fakePending) PutPending(session string, p store.Pending) error {
 	return nil
 }
 
-func (f *fakePending) TakePending(session, key string) (store.Pending, error) {
+func (f *fakePending) TakePending(_ context.Context, session, key string) (store.Pending, error) {
 	f.calls.add("TakePending %s %s", session, key)
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"context"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/engine"
@@ -37,8 +38,8 @@ func (s *Service) describe(rec machines.Record, v machines.View, now time.Time, 
 
 // State is pod's recorded state as the machine reports it (a pod with no
 // record yet is asleep); false when its record cannot be read.
-func (s *Service) State(pod string) (engine.State, bool) {
-	rec, err := s.cfg.Wake.Record(pod)
+func (s *Service) State(ctx context.Context, pod string) (engine.State, bool) {
+	rec, err := s.cfg.Wake.Record(ctx, pod)
 	if err != nil {
 		return "", false
 	}

@@ -19,7 +19,7 @@ import (
 // makes one wake.
 type Coordinator interface {
 	NotReady(ctx context.Context, pod, status, lookup string, modelLoading bool) (machines.Decision, error)
-	Record(pod string) (machines.Record, error)
+	Record(ctx context.Context, pod string) (machines.Record, error)
 	Estimate(pod string) machines.Estimate
 }
 
@@ -43,11 +43,12 @@ type Events interface {
 	Current(pod string) events.Update
 }
 
-// Pendings keeps each session's pending wake; every store backend is one.
+// Pendings keeps each session's pending wake: what the service uses of
+// store.Pendings, which every store backend serves.
 type Pendings interface {
-	Pending(session string) (p store.Pending, ok bool, err error)
-	PutPending(session string, p store.Pending) error
-	TakePending(session, key string) (store.Pending, error)
+	Pending(ctx context.Context, session string) (p store.Pending, ok bool, err error)
+	PutPending(ctx context.Context, session string, p store.Pending) error
+	TakePending(ctx context.Context, session, key string) (store.Pending, error)
 }
 
 // Config wires a Service. Wake and Pods are required; Policy, Pending and
@@ -185,7 +186,7 @@ func Wait[T any](ctx context.Context, s *Service, session, provider string, call
 	if err != nil || out.Answered {
 		return out, err
 	}
-	rec, err := s.cfg.Wake.Record(out.Said.Pod)
+	rec, err := s.cfg.Wake.Record(ctx, out.Said.Pod)
 	if err != nil {
 		return Outcome[T]{}, err
 	}
@@ -193,7 +194,7 @@ func Wait[T any](ctx context.Context, s *Service, session, provider string, call
 		Key: s.cfg.NewKey(), Pod: out.Said.Pod, Provider: provider,
 		WakeRequestedAt: rec.WakeRequestedAt, State: string(out.Said.Decision.To), CreatedAt: s.cfg.Clock.Now(),
 	}
-	if err := s.cfg.Pending.PutPending(session, p); err != nil {
+	if err := s.cfg.Pending.PutPending(ctx, session, p); err != nil {
 		return Outcome[T]{}, err
 	}
 	out.Said.Pending = &p
@@ -210,7 +211,7 @@ type Pinned[T any] func(provider string) Call[T]
 // state's reply and keeps the pending wake. has reports whether a provider
 // is still configured.
 func Resume[T any](ctx context.Context, s *Service, session, key string, has func(provider string) bool, call Pinned[T]) (Outcome[T], error) {
-	p, ok, err := s.cfg.Pending.Pending(session)
+	p, ok, err := s.cfg.Pending.Pending(ctx, session)
 	switch {
 	case err != nil:
 		return Outcome[T]{}, err
@@ -236,7 +237,7 @@ func Resume[T any](ctx context.Context, s *Service, session, key string, has fun
 	}
 	// The key is consumed before the turn runs: a turn that ran, whatever
 	// its outcome, can never be resumed twice.
-	if _, err := s.cfg.Pending.TakePending(session, p.Key); err != nil {
+	if _, err := s.cfg.Pending.TakePending(ctx, session, p.Key); err != nil {
 		return Outcome[T]{}, ErrNoPending
 	}
 	v, err := call(p.Provider)(ctx, resolve.Once)
@@ -250,7 +251,7 @@ func Resume[T any](ctx context.Context, s *Service, session, key string, has fun
 	// The pod stopped between the readiness check and the completion, and
 	// the prompt provably never reached a model: keep the pending wake, so
 	// the client can resume once the pod is back, and wake nothing.
-	if err := s.cfg.Pending.PutPending(session, p); err != nil {
+	if err := s.cfg.Pending.PutPending(ctx, session, p); err != nil {
 		return Outcome[T]{}, err
 	}
 	var d machines.Decision
@@ -283,7 +284,7 @@ func (s *Service) readiness(ctx context.Context, pod string) (machines.Record, m
 				ReadySince: res.ReadySince, FromCache: res.FromCache}
 		}
 	}
-	rec, err := s.cfg.Wake.Record(pod)
+	rec, err := s.cfg.Wake.Record(ctx, pod)
 	if err != nil {
 		return machines.NewRecord(pod), machines.View{Lookup: machines.LookupUnreadable}, false
 	}

@@ -33,7 +33,7 @@ type Records = store.Records
 // they log.
 type WakeLog interface {
 	// Wakes returns pod's wake log, oldest first.
-	Wakes(pod string) ([]machines.Wake, error)
+	Wakes(ctx context.Context, pod string) ([]machines.Wake, error)
 }
 
 // Config configures a Coordinator. Pod, Records, GPU, WatchPoll and
@@ -77,10 +77,15 @@ type Config struct {
 	// takes their watch over: about [store] lease / 2 on a shared store. 0:
 	// never, as on a store one host holds.
 	Takeover time.Duration
-	// Stops are the pods the host stops itself, by pod, and when
-	// (idle.go); a pod absent is never stopped by the host: the
-	// conductor's pods stop themselves. Resume starts them.
+	// Stops are the host's stop policies by pod ([[backends]]
+	// stop_after_idle, stop_unserved_after); a pod without one is never
+	// stopped by the host.
 	Stops map[string]StopPolicy
+	// Credentials name, by pod, the environment variable whose credential
+	// the pod's GPU backend sends, for the line of a start refused 401/403
+	// (machines.WakeResult.Credential); a pod without one is the
+	// conductor's (RIG_WAKE_TOKEN).
+	Credentials map[string]string
 	// Subscribers, when set, counts each pod's subscribers to its changes
 	// (*events.Hub): a pod somebody follows is not stopped as unserved.
 	Subscribers Subscribers
@@ -119,6 +124,7 @@ type Coordinator struct {
 	changed      func(Change)
 	leases       store.Leases
 	takeover     time.Duration
+	credentials  map[string]string
 	stops        map[string]StopPolicy
 	subscribers  Subscribers
 	idle         idler // each stopped pod's activity (idle.go)
@@ -132,11 +138,18 @@ type Coordinator struct {
 
 	locks store.KeyedMutex // one per pod, held across its read-decide-write
 
-	mu       sync.Mutex
-	logs     map[string]*podLog // one per pod, never removed; fields under mu
-	watching map[watchKey]bool  // the live watches
+	mu   sync.Mutex
+	logs map[string]*podLog // one per pod, never removed; fields under mu
+	// known is each pod's record as this process last read, stored or
+	// heard of it (Elsewhere): what Answered decides on without a read.
+	known    map[string]machines.Record
+	watching map[watchKey]bool // the live watches
 	closed   bool
 	wg       sync.WaitGroup // calls in, starts and watches
+
+	// storeFailures counts the failed store calls since one last worked,
+	// of those logged once per outage (outage.go); under mu.
+	storeFailures int
 }
 
 var _ resolve.Observer = (*Coordinator)(nil)
@@ -191,9 +204,11 @@ func New(cfg Config) *Coordinator {
 		changed:      cfg.Changed,
 		leases:       cfg.Leases,
 		takeover:     cfg.Takeover,
+		credentials:  cfg.Credentials,
 		stops:        cfg.Stops,
 		subscribers:  cfg.Subscribers,
 		logs:         make(map[string]*podLog),
+		known:        make(map[string]machines.Record),
 		watching:     make(map[watchKey]bool),
 	}
 	if c.clock == nil {
@@ -232,7 +247,7 @@ func (c *Coordinator) NotReady(ctx context.Context, pod, status, lookup string, 
 		ev.Trigger = machines.ModelLoading
 	}
 	c.touch(pod, func(a *activity) { a.lastAsk = c.now() })
-	d, next, err := c.apply(pod, ev)
+	d, next, err := c.apply(ctx, pod, ev)
 	if err != nil {
 		return machines.Decision{}, err
 	}
@@ -261,10 +276,42 @@ func (c *Coordinator) Observe(ctx context.Context, pod string, p pluginapi.Pod) 
 }
 
 // Answered feeds a turn the pod's model answered to the machine, with the
-// conductor's readySince of the resolution it answered on.
+// conductor's readySince of the resolution it answered on. It is on every
+// answer's path, before its first byte is relayed: when the record this
+// process holds in memory is ready and has served a turn already, the
+// answer changes nothing (the ready row on answered only marks the wake
+// served) and nothing is read or written. On a store the hosts share that
+// record is current within the listener's notices of the other hosts'
+// changes (Elsewhere); any other record is decided as every event is.
 func (c *Coordinator) Answered(ctx context.Context, pod string, readySince time.Time) {
 	c.touch(pod, func(a *activity) { a.lastAnswer = c.now() })
+	c.mu.Lock()
+	rec, ok := c.known[pod]
+	c.mu.Unlock()
+	if ok && rec.State == machines.Ready && rec.Served {
+		return
+	}
 	c.event(ctx, pod, machines.Event{Trigger: machines.Answered, ReadySince: readySince})
+}
+
+// learn keeps rec, from a plain read outside the pod's lock, as the record
+// this process knows of its pod when it knows none yet. A known record is
+// replaced only under the pod's lock (remember), in the order of the
+// changes: a plain read may be older than a change stored meanwhile.
+func (c *Coordinator) learn(pod string, rec machines.Record) {
+	c.mu.Lock()
+	if _, ok := c.known[pod]; !ok {
+		c.known[pod] = rec
+	}
+	c.mu.Unlock()
+}
+
+// remember keeps rec as the record this process last knew of its pod,
+// under the pod's lock.
+func (c *Coordinator) remember(pod string, rec machines.Record) {
+	c.mu.Lock()
+	c.known[pod] = rec
+	c.mu.Unlock()
 }
 
 // event applies an event that decides nothing, logging a failure.
@@ -273,7 +320,12 @@ func (c *Coordinator) event(ctx context.Context, pod string, ev machines.Event) 
 		return
 	}
 	defer c.wg.Done()
-	if _, _, err := c.apply(pod, ev); err != nil {
+	switch _, _, err := c.apply(ctx, pod, ev); {
+	case err == nil:
+		c.storeAnswered(ctx)
+	case isStoreError(err):
+		c.storeFailed(ctx, pod, err.Error())
+	default:
 		c.log.LogAttrs(ctx, slog.LevelError, err.Error(), slog.String("pod", pod))
 	}
 }
@@ -303,14 +355,14 @@ func (c *Coordinator) Estimate(pod string) machines.Estimate {
 	// is free to take.
 	unlock := c.lockPod(pod)
 	defer unlock()
-	est, _ := c.wakeLogLocked(pod)
+	est, _ := c.wakeLogLocked(c.stopping, pod)
 	return est
 }
 
 // wakeLog is wakeLogLocked for a caller that does not hold the pod's lock:
 // the log as last read, or, when it has not been read (or the last read
 // failed), read now under the pod's lock.
-func (c *Coordinator) wakeLog(pod string) (machines.Estimate, []machines.Wake) {
+func (c *Coordinator) wakeLog(ctx context.Context, pod string) (machines.Estimate, []machines.Wake) {
 	c.mu.Lock()
 	if l := c.logs[pod]; l != nil && l.tried && (l.loaded || c.wakes == nil) {
 		defer c.mu.Unlock()
@@ -319,7 +371,7 @@ func (c *Coordinator) wakeLog(pod string) (machines.Estimate, []machines.Wake) {
 	c.mu.Unlock()
 	unlock := c.lockPod(pod)
 	defer unlock()
-	return c.wakeLogLocked(pod)
+	return c.wakeLogLocked(ctx, pod)
 }
 
 // heldWakeLog is pod's estimate and wake log as the Coordinator holds
@@ -337,7 +389,7 @@ func (c *Coordinator) heldWakeLog(pod string) (machines.Estimate, []machines.Wak
 // the store when it has not been read (or the last read failed). The
 // caller holds the pod's lock. A failed read is logged and keeps the last
 // estimate (expected_wake when there is none); the next event reads again.
-func (c *Coordinator) wakeLogLocked(pod string) (machines.Estimate, []machines.Wake) {
+func (c *Coordinator) wakeLogLocked(ctx context.Context, pod string) (machines.Estimate, []machines.Wake) {
 	c.mu.Lock()
 	l, ok := c.logs[pod]
 	if !ok {
@@ -352,7 +404,7 @@ func (c *Coordinator) wakeLogLocked(pod string) (machines.Estimate, []machines.W
 		return l.estimate, l.wakes
 	}
 	c.mu.Unlock()
-	c.readWakeLogLocked(pod)
+	c.readWakeLogLocked(ctx, pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return l.estimate, l.wakes
@@ -360,8 +412,8 @@ func (c *Coordinator) wakeLogLocked(pod string) (machines.Estimate, []machines.W
 
 // readWakeLogLocked reads pod's wake log from the store into its podLog,
 // under the pod's lock.
-func (c *Coordinator) readWakeLogLocked(pod string) {
-	ws, err := c.wakes.Wakes(pod)
+func (c *Coordinator) readWakeLogLocked(ctx context.Context, pod string) {
+	ws, err := c.wakes.Wakes(ctx, pod)
 	c.mu.Lock()
 	l := c.logs[pod]
 	l.tried = true
@@ -406,20 +458,21 @@ func (c *Coordinator) Elsewhere(pod string, seen func(machines.Record)) error {
 			c.logs[pod] = &podLog{}
 		}
 		c.mu.Unlock()
-		c.readWakeLogLocked(pod)
+		c.readWakeLogLocked(c.stopping, pod)
 	}
-	rec, err := c.records.Record(pod)
+	rec, err := c.records.Record(c.stopping, pod)
 	if err != nil {
 		return fmt.Errorf("wake: record of pod %s: %w", pod, err)
 	}
 	c.saw(rec)
+	c.remember(pod, rec)
 	seen(rec)
 	return nil
 }
 
 // Record returns the pod's current record.
-func (c *Coordinator) Record(pod string) (machines.Record, error) {
-	r, err := c.records.Record(pod)
+func (c *Coordinator) Record(ctx context.Context, pod string) (machines.Record, error) {
+	r, err := c.records.Record(ctx, pod)
 	if err != nil {
 		return machines.Record{}, fmt.Errorf("wake: record of pod %s: %w", pod, err)
 	}
@@ -470,8 +523,8 @@ func (c *Coordinator) now() time.Time { return c.clock.Now().Round(0) }
 
 // apply runs ev for pod (update): read the record, stamp ev.At, decide,
 // and persist a change under the pod's lock.
-func (c *Coordinator) apply(pod string, ev machines.Event) (machines.Decision, machines.Record, error) {
-	d, next, _, err := c.update(pod, ev, nil)
+func (c *Coordinator) apply(ctx context.Context, pod string, ev machines.Event) (machines.Decision, machines.Record, error) {
+	d, next, _, err := c.update(ctx, pod, ev, nil)
 	return d, next, err
 }
 
@@ -488,12 +541,13 @@ func (c *Coordinator) apply(pod string, ev machines.Event) (machines.Decision, m
 // trip). An event that changes the record is decided again on the record
 // as it is under the pod's lock, in this process (lockPod) and across
 // every host sharing the store (Records.UpdateRecord): change.
-func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
-	est, _ := c.wakeLog(pod)
-	rec, err := c.records.Record(pod)
+func (c *Coordinator) update(ctx context.Context, pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
+	est, _ := c.wakeLog(ctx, pod)
+	rec, err := c.records.Record(ctx, pod)
 	if err != nil {
-		return machines.Decision{}, machines.Record{}, false, fmt.Errorf("wake: record of pod %s: %w", pod, err)
+		return machines.Decision{}, machines.Record{}, false, storeError{fmt.Errorf("wake: record of pod %s: %w", pod, err)}
 	}
+	c.learn(pod, rec)
 	if admit != nil && !admit(rec) {
 		return machines.Decision{}, rec, false, nil
 	}
@@ -506,7 +560,7 @@ func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.
 	case next.Equal(rec):
 		return d, next, true, nil
 	}
-	return c.change(pod, ev, admit)
+	return c.change(ctx, pod, ev, admit)
 }
 
 // change is update for an event that changed the record on a plain read:
@@ -515,7 +569,7 @@ func (c *Coordinator) update(pod string, ev machines.Event, admit func(machines.
 // Changed, the wake-ready line) happens after the write, still under the
 // in-process lock, so one pod's Changed calls come in the order of its
 // changes.
-func (c *Coordinator) change(pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
+func (c *Coordinator) change(ctx context.Context, pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
 	unlock := c.lockPod(pod)
 	defer unlock()
 	// update read the log (or tried to) for this event; an entry written
@@ -525,7 +579,7 @@ func (c *Coordinator) change(pod string, ev machines.Event, admit func(machines.
 	ev.Estimate, logged = c.heldWakeLog(pod)
 	var decideErr error
 	var entry *machines.Wake
-	before, after, err := c.records.UpdateRecord(pod, func(rec machines.Record) (machines.Record, *machines.Wake, error) {
+	before, after, err := c.records.UpdateRecord(ctx, pod, func(rec machines.Record) (machines.Record, *machines.Wake, error) {
 		if applied = admit == nil || admit(rec); !applied {
 			return rec, nil, nil
 		}
@@ -543,20 +597,23 @@ func (c *Coordinator) change(pod string, ev machines.Event, admit func(machines.
 	case decideErr != nil:
 		return machines.Decision{}, machines.Record{}, false, decideErr
 	case err != nil:
-		return machines.Decision{}, machines.Record{}, false, fmt.Errorf("wake: update record of pod %s: %w", pod, err)
+		return machines.Decision{}, machines.Record{}, false, storeError{fmt.Errorf("wake: update record of pod %s: %w", pod, err)}
 	case applied && !after.Equal(before):
 		if entry != nil {
-			c.readWakeLogLocked(pod)
+			c.readWakeLogLocked(ctx, pod)
 		}
 		c.storedLocked(before, after, d, ev, entry)
 	}
 	return d, after, applied, nil
 }
 
-// decide decides ev on rec, stamping ev.At: the new record, which
+// decide decides ev on rec, stamping ev.At unless the caller did (a
+// probe's answer is stamped when the watch saw it): the new record, which
 // update stores unless it is unchanged.
 func (c *Coordinator) decide(rec machines.Record, ev machines.Event) (machines.Decision, machines.Record, machines.Event, error) {
-	ev.At = c.now()
+	if ev.At.IsZero() {
+		ev.At = c.now()
+	}
 	d, next, err := c.pod.Decide(rec, ev)
 	if err != nil {
 		return machines.Decision{}, machines.Record{}, ev, fmt.Errorf("wake: decide %s for pod %s: %w", ev.Trigger, rec.Pod, err)
@@ -572,6 +629,7 @@ func (c *Coordinator) decide(rec machines.Record, ev machines.Event) (machines.D
 // the wake log entry stored with it, nil when none.
 func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decision, ev machines.Event, entry *machines.Wake) {
 	c.saw(next)
+	c.remember(rec.Pod, next)
 	if c.changed != nil {
 		c.changed(Change{Before: rec, After: next, Event: ev, Wake: entry})
 	}
@@ -585,8 +643,8 @@ func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decisio
 // feed runs an outcome event of the wake requested at wake. When the record
 // is on another wake (superseded) it writes nothing and returns false; the
 // machine would drop the event too, and the caller stops.
-func (c *Coordinator) feed(pod string, wake time.Time, ev machines.Event) (bool, error) {
+func (c *Coordinator) feed(ctx context.Context, pod string, wake time.Time, ev machines.Event) (bool, error) {
 	ev.Wake = wake
-	_, _, applied, err := c.update(pod, ev, func(rec machines.Record) bool { return rec.WakeRequestedAt.Equal(wake) })
+	_, _, applied, err := c.update(ctx, pod, ev, func(rec machines.Record) bool { return rec.WakeRequestedAt.Equal(wake) })
 	return applied, err
 }

@@ -20,7 +20,7 @@
 //     own: the caller's cancellation never cancels it and the turn never
 //     waits for it.
 //  2. The start's result is logged as the operator line of
-//     machines.DescribeWakeResult (#684). A refused or never-sent start is
+//     describeStart (#684). A refused or never-sent start is
 //     fed back to the machine (StartRefused, StartNotSent), before its line
 //     is logged, and is not watched. A requested start — accepted, in flight
 //     after the client's timeout, or whose answer was lost with the plugin —

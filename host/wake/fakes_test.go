@@ -219,10 +219,12 @@ type memRecords struct {
 
 	updateMu sync.Mutex // UpdateRecord's
 
-	mu    sync.Mutex
-	recs  map[string]machines.Record
-	wakes map[string][]machines.Wake // by request time, oldest first
-	puts  int
+	mu     sync.Mutex
+	outage error // set: every read and write fails with it (setOutage)
+	reads  int   // Record calls
+	recs   map[string]machines.Record
+	wakes  map[string][]machines.Wake // by request time, oldest first
+	puts   int
 }
 
 var (
@@ -238,16 +240,27 @@ func newMemRecords(recs ...machines.Record) *memRecords {
 	return m
 }
 
-func (m *memRecords) Record(pod string) (machines.Record, error) {
+// setOutage makes every read and write fail with err until a setOutage(nil).
+func (m *memRecords) setOutage(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.outage = err
+}
+
+func (m *memRecords) Record(_ context.Context, pod string) (machines.Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.reads++
+	if m.outage != nil {
+		return machines.Record{}, m.outage
+	}
 	if r, ok := m.recs[pod]; ok {
 		return r, nil
 	}
 	return machines.NewRecord(pod), nil
 }
 
-func (m *memRecords) PutRecord(r machines.Record) error {
+func (m *memRecords) PutRecord(_ context.Context, r machines.Record) error {
 	if m.putErr != nil {
 		if err := m.putErr(r); err != nil {
 			return err
@@ -255,13 +268,16 @@ func (m *memRecords) PutRecord(r machines.Record) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.outage != nil {
+		return m.outage
+	}
 	m.puts++
 	m.recs[r.Pod] = r
 	return nil
 }
 
-func (m *memRecords) PutRecordWake(r machines.Record, w machines.Wake) error {
-	if err := m.PutRecord(r); err != nil {
+func (m *memRecords) PutRecordWake(ctx context.Context, r machines.Record, w machines.Wake) error {
+	if err := m.PutRecord(ctx, r); err != nil {
 		return err
 	}
 	m.mu.Lock()
@@ -278,7 +294,7 @@ func (m *memRecords) PutRecordWake(r machines.Record, w machines.Wake) error {
 	return nil
 }
 
-func (m *memRecords) Wakes(pod string) ([]machines.Wake, error) {
+func (m *memRecords) Wakes(_ context.Context, pod string) ([]machines.Wake, error) {
 	if m.wakesErr != nil {
 		if err := m.wakesErr(); err != nil {
 			return nil, err
@@ -296,7 +312,7 @@ func (m *memRecords) logged(pod string) []machines.Wake {
 	return slices.Clone(m.wakes[pod])
 }
 
-func (m *memRecords) Records() ([]machines.Record, error) {
+func (m *memRecords) Records(context.Context) ([]machines.Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []machines.Record
@@ -306,16 +322,23 @@ func (m *memRecords) Records() ([]machines.Record, error) {
 	return out, nil
 }
 
+// readCount is how often Record was called.
+func (m *memRecords) readCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reads
+}
+
 // UpdateRecord is a read, fn and, when fn changed the record, a PutRecord
 // (PutRecordWake with fn's entry), under one lock: the fake's own, which
 // serialises every update.
-func (m *memRecords) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
+func (m *memRecords) UpdateRecord(ctx context.Context, pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
 	if m.updating != nil {
 		m.updating()
 	}
 	m.updateMu.Lock()
 	defer m.updateMu.Unlock()
-	rec, err := m.Record(pod)
+	rec, err := m.Record(ctx, pod)
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err
 	}
@@ -327,9 +350,9 @@ func (m *memRecords) UpdateRecord(pod string, fn func(machines.Record) (machines
 		return rec, next, nil
 	}
 	if w != nil {
-		err = m.PutRecordWake(next, *w)
+		err = m.PutRecordWake(ctx, next, *w)
 	} else {
-		err = m.PutRecord(next)
+		err = m.PutRecord(ctx, next)
 	}
 	if err != nil {
 		return machines.Record{}, machines.Record{}, err
@@ -564,7 +587,7 @@ func (e *env) waitWaiters(t *testing.T, n int) {
 // record returns qwen's stored record.
 func (e *env) record(t *testing.T) machines.Record {
 	t.Helper()
-	r, err := e.c.Record("qwen")
+	r, err := e.c.Record(t.Context(), "qwen")
 	if err != nil {
 		t.Fatalf("Record: %v", err)
 	}

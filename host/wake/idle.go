@@ -12,22 +12,6 @@ import (
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
-// StopPolicy is when the host stops a pod of a backend that does not stop
-// itself ([conductor] stop_after_idle, stop_unserved_after). A zero
-// duration is off.
-type StopPolicy struct {
-	// AfterIdle stops a ready pod once its model has answered nothing and
-	// held nothing for this long: measured from the last answer, or from
-	// ready when it never answered, and from the end of the last turn, held
-	// request or resume, with none in flight.
-	AfterIdle time.Duration
-	// UnservedAfter stops a woken pod that became ready and served nobody
-	// (Record.Served false) once every user who asked has gone for this
-	// long: no held request or turn in flight, no subscriber to its
-	// events, no ask younger than this.
-	UnservedAfter time.Duration
-}
-
 // Subscribers counts each pod's live subscriptions to its changes (the
 // event streams and the held requests); *events.Hub is one.
 type Subscribers interface {
@@ -249,7 +233,7 @@ func (c *Coordinator) tryStop(pod string, p StopPolicy, reason string) {
 	}
 	defer c.wg.Done()
 	if c.leases != nil {
-		ok, err := c.leases.TakeLease(stopLease(pod))
+		ok, err := c.leases.TakeLease(c.stopping, stopLease(pod))
 		if err != nil || !ok {
 			// Another host is stopping it, or the store failed: look
 			// again a period later.
@@ -270,7 +254,7 @@ func (c *Coordinator) tryStop(pod string, p StopPolicy, reason string) {
 		c.retry(pod, p, reason)
 		return
 	}
-	if _, _, err := c.apply(pod, machines.Event{Trigger: machines.HostStopped, StopReason: reason}); err != nil {
+	if _, _, err := c.apply(c.abandoned, pod, machines.Event{Trigger: machines.HostStopped, StopReason: reason}); err != nil {
 		c.log.LogAttrs(context.Background(), slog.LevelError, err.Error(), slog.String("pod", pod))
 	}
 	line := fmt.Sprintf("%s: pod %s, idle %s", LineStoppedIdle, pod, idleFor)
@@ -286,7 +270,7 @@ func (c *Coordinator) tryStop(pod string, p StopPolicy, reason string) {
 func (c *Coordinator) confirmStop(pod string, p StopPolicy, reason string) (time.Duration, bool) {
 	unlock := c.lockPod(pod)
 	defer unlock()
-	rec, err := c.records.Record(pod)
+	rec, err := c.records.Record(c.stopping, pod)
 	if err != nil {
 		c.log.LogAttrs(context.Background(), slog.LevelError, fmt.Sprintf("wake: record of pod %s: %v", pod, err), slog.String("pod", pod))
 		c.retry(pod, p, reason)
@@ -306,7 +290,7 @@ func (c *Coordinator) confirmStop(pod string, p StopPolicy, reason string) (time
 
 // releaseStopLease gives the stop's lease up once the stop is done.
 func (c *Coordinator) releaseStopLease(pod string) {
-	if err := c.leases.ReleaseLease(stopLease(pod)); err != nil {
+	if err := c.leases.ReleaseLease(c.abandoned, stopLease(pod)); err != nil {
 		c.log.LogAttrs(context.Background(), slog.LevelWarn,
 			fmt.Sprintf("pod stop for pod %s: its lease could not be released (it lapses instead): %v", pod, err),
 			slog.String("pod", pod))

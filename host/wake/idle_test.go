@@ -136,14 +136,14 @@ type beginOnRead struct {
 	begun bool
 }
 
-func (b *beginOnRead) Record(pod string) (machines.Record, error) {
+func (b *beginOnRead) Record(ctx context.Context, pod string) (machines.Record, error) {
 	b.mu.Lock()
 	if !time.Now().Before(b.from) && !b.begun {
 		b.c.Begin(pod)
 		b.begun = true
 	}
 	b.mu.Unlock()
-	return b.memRecords.Record(pod)
+	return b.memRecords.Record(ctx, pod)
 }
 
 // TestIdleStopLosesToATurnThatBegins: the stop looks again under the pod's
@@ -344,7 +344,7 @@ func TestIdleStopOnceAcrossHosts(t *testing.T) {
 		if got := len(gpu.stopTimes()); got != 1 {
 			t.Errorf("%d StopPod calls across three hosts, want 1", got)
 		}
-		if r, _ := recs.Record("qwen"); r.State != machines.Idled {
+		if r, _ := recs.Record(context.Background(), "qwen"); r.State != machines.Idled {
 			t.Errorf("state %s, want idled", r.State)
 		}
 	})

@@ -111,7 +111,9 @@ func TestObserve(t *testing.T) {
 // TestAnswered: a turn the model answered makes the pod ready, since the
 // conductor's readySince when it belongs to the wake, else since the answer.
 // A wake that becomes ready this way is logged once; a second answered turn
-// on the ready pod costs no write.
+// on the ready pod costs no write, and no read either: it is on every
+// answer's path, before its first byte (the record the coordinator holds
+// decides it).
 func TestAnswered(t *testing.T) {
 	now := t0.Add(9 * time.Minute)
 	boot := t0.Add(8*time.Minute + 30*time.Second)
@@ -158,8 +160,12 @@ func TestAnswered(t *testing.T) {
 			}
 
 			e.clk.Advance(time.Minute)
+			reads := e.recs.readCount()
 			e.c.Answered(context.Background(), "qwen", tt.readySince)
 
+			if got := e.recs.readCount() - reads; got != 0 {
+				t.Errorf("a second answered turn on a ready pod read the store %d times, want 0", got)
+			}
 			if got := e.recs.putCount(); got != 1 {
 				t.Errorf("a second answered turn on a ready pod wrote the record (%d writes, want 1)", got)
 			}

@@ -220,7 +220,7 @@ func TestWatchCadence(t *testing.T) {
 
 func (e *syncEnv) record(t *testing.T) machines.Record {
 	t.Helper()
-	r, err := e.c.Record("qwen")
+	r, err := e.c.Record(t.Context(), "qwen")
 	if err != nil {
 		t.Fatalf("Record: %v", err)
 	}

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/machines"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
 // start performs a wake decision in the background: it sends the start
@@ -19,12 +19,12 @@ func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time) {
 	defer c.wg.Done()
 	res, panicked := c.callStart(ctx, pod)
 	abandoned := c.abandoned.Err() != nil
-	if ev, ok := machines.OutcomeEvent(res, wake, time.Time{}); ok && !abandoned {
-		if _, err := c.feed(pod, wake, ev); err != nil {
+	if ev, ok := outcomeEvent(res, wake, time.Time{}); ok && !abandoned {
+		if _, err := c.feed(c.abandoned, pod, wake, ev); err != nil {
 			c.log.LogAttrs(ctx, slog.LevelError, err.Error(), slog.String("pod", pod))
 		}
 	}
-	level, msg := machines.DescribeWakeResult(pod, res)
+	level, msg := describeStart(pod, res, c.credentials[pod])
 	if abandoned && res != nil && res.Lost {
 		// The lost-answer line says the pod is watched; after Close gave up
 		// nothing watches it here.
@@ -48,7 +48,7 @@ func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time) {
 // is the pod watched; the wake stays on record, waking, so the next host's
 // Resume watches it. A start that got its answer as Close gave up keeps the
 // line of its answer, which claims no watch, with abandoned=true.
-func abandonedLine(pod string, res *machines.WakeResult) (slog.Level, string) {
+func abandonedLine(pod string, res *pluginapi.StartResult) (slog.Level, string) {
 	return slog.LevelWarn, fmt.Sprintf("wake start abandoned for pod %s at shutdown: its answer was lost (%s); not recorded and not watched, the wake stays on record for the next host start", pod, res.Error)
 }
 
@@ -60,7 +60,7 @@ func abandonedLine(pod string, res *machines.WakeResult) (slog.Level, string) {
 // waiting): whether the request went out is unknown, so, like the client
 // timeout of D2, it is in flight and watched (#684). So is a start the
 // plugin reports Lost: written whole, its connection then cut.
-func (c *Coordinator) callStart(ctx context.Context, pod string) (res *machines.WakeResult, panicked bool) {
+func (c *Coordinator) callStart(ctx context.Context, pod string) (res *pluginapi.StartResult, panicked bool) {
 	ctx, cancel := context.WithTimeout(ctx, c.startTimeout+startSlack)
 	defer cancel()
 	defer context.AfterFunc(c.abandoned, cancel)()
@@ -71,22 +71,15 @@ func (c *Coordinator) callStart(ctx context.Context, pod string) (res *machines.
 	}()
 	r, err := c.gpu.StartPod(ctx, pod)
 	if err != nil {
-		return &machines.WakeResult{Requested: true, Lost: true, Error: lostClass(err)}, false
+		return &pluginapi.StartResult{Requested: true, Lost: true, Error: lostClass(err)}, false
 	}
-	res = &machines.WakeResult{
-		Requested: r.Requested,
-		Status:    r.Status,
-		TimedOut:  r.TimedOut,
-		TimeoutMs: r.TimeoutMs,
-		Error:     r.Error,
+	r.Lost = r.Requested && r.Lost
+	if r.Lost {
+		// Written whole, then cut: in flight and watched, like an answer
+		// lost in the host.
+		r.Error = "the connection to the conductor was cut after the request was sent (" + r.Error + ")"
 	}
-	if r.Requested && r.Lost {
-		// Written whole, then cut (pluginapi.StartResult.Lost): in
-		// flight and watched, like an answer lost in the host.
-		res.Lost = true
-		res.Error = "the connection to the conductor was cut after the request was sent (" + r.Error + ")"
-	}
-	return res, false
+	return &r, false
 }
 
 // lostClass says in a few words why a start's answer was lost, without the

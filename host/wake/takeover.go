@@ -29,7 +29,7 @@ func (c *Coordinator) takeLease(key watchKey) bool {
 	if c.leases == nil {
 		return true
 	}
-	ok, err := c.leases.TakeLease(leaseName(key))
+	ok, err := c.leases.TakeLease(c.stopping, leaseName(key))
 	if err != nil {
 		c.log.LogAttrs(context.Background(), slog.LevelWarn,
 			fmt.Sprintf("wake watch for pod %s: its lease could not be taken: %v", key.pod, err),
@@ -56,7 +56,8 @@ func (c *Coordinator) releaseLease(key watchKey) {
 	if c.leases == nil {
 		return
 	}
-	if err := c.leases.ReleaseLease(leaseName(key)); err != nil {
+	// A watch that Close stopped releases its lease: until Close gives up.
+	if err := c.leases.ReleaseLease(c.abandoned, leaseName(key)); err != nil {
 		c.log.LogAttrs(context.Background(), slog.LevelWarn,
 			fmt.Sprintf("wake watch for pod %s: its lease could not be released (it lapses instead): %v", key.pod, err),
 			slog.String("pod", key.pod))
@@ -88,7 +89,7 @@ func (c *Coordinator) takeOver(configured func(pod string) bool) {
 			return
 		case <-tick.C:
 		}
-		recs, err := c.records.Records()
+		recs, err := c.records.Records(c.stopping)
 		if err != nil {
 			c.log.LogAttrs(context.Background(), slog.LevelWarn,
 				fmt.Sprintf("wake watch takeover: list records: %v", err))

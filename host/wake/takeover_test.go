@@ -37,7 +37,7 @@ var _ store.Leases = hostLeases{}
 
 func (l *sharedLeases) view(host string) hostLeases { return hostLeases{l, host} }
 
-func (h hostLeases) TakeLease(name string) (bool, error) {
+func (h hostLeases) TakeLease(_ context.Context, name string) (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.attempts[h.host]++
@@ -56,7 +56,7 @@ func (h hostLeases) LeaseHeld(name string) bool {
 	return h.holder[name] == h.host && !h.lapsed[h.host]
 }
 
-func (h hostLeases) ReleaseLease(name string) error {
+func (h hostLeases) ReleaseLease(_ context.Context, name string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	close(h.changed)

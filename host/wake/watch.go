@@ -39,7 +39,7 @@ func (c *Coordinator) Resume(configured func(pod string) bool) error {
 		return ErrClosed
 	}
 	defer c.wg.Done()
-	recs, err := c.records.Records()
+	recs, err := c.records.Records(c.stopping)
 	if err != nil {
 		return fmt.Errorf("wake: resume: list records: %w", err)
 	}
@@ -149,7 +149,7 @@ func (c *Coordinator) watch(pod string, wake time.Time, resumed bool) {
 				slog.String("pod", pod), slog.Time("wakeRequestedAt", wake))
 			return
 		}
-		recorded, err := c.feed(pod, wake, machines.Event{Trigger: machines.NeverReadySeen})
+		recorded, err := c.feed(c.stopping, pod, wake, machines.Event{Trigger: machines.NeverReadySeen})
 		switch {
 		case err != nil:
 			c.log.LogAttrs(context.Background(), slog.LevelError, err.Error(), slog.String("pod", pod))
@@ -192,7 +192,7 @@ func (c *Coordinator) read(pod string, wake time.Time) (pluginapi.Pod, bool) {
 		}
 		return pluginapi.Pod{}, false
 	}
-	c.Observe(ctx, pod, p)
+	c.Observe(c.stopping, pod, p)
 	return p, true
 }
 
@@ -203,6 +203,12 @@ type upPod struct {
 	proxyURL   string // "" while the pod is not up: no probing
 	readySince time.Time
 	problem    string
+	// answered is when a probe first got the model's answer, zero before:
+	// the time the answer is fed with, again and again while the store
+	// fails to record it, so that a wake that became ready during an
+	// outage is recorded ready when the host saw it, not when the store
+	// came back.
+	answered time.Time
 }
 
 func (u upPod) probing() bool { return u.proxyURL != "" }
@@ -261,7 +267,10 @@ func (c *Coordinator) probe(pod string, wake time.Time, up *upPod) {
 		c.log.LogAttrs(context.Background(), slog.LevelDebug,
 			fmt.Sprintf("wake watch for pod %s: model not answering yet: %s", pod, cmp.Or(res.Message, "no answer")), attrs...)
 	default:
-		c.event(context.Background(), pod, machines.Event{Trigger: machines.Answered, ReadySince: up.readySince, Probe: true})
+		if up.answered.IsZero() {
+			up.answered = c.now()
+		}
+		c.event(c.stopping, pod, machines.Event{Trigger: machines.Answered, ReadySince: up.readySince, Probe: true, At: up.answered})
 	}
 }
 
@@ -282,18 +291,21 @@ func (c *Coordinator) callProbe(ctx context.Context, pod, proxyURL string) (r pl
 // the store has leases) and pod's record is still on the wake requested at
 // wake with its outcome unknown. A superseded wake is logged at debug level:
 // the newer wake has its own watch. A record that cannot be read counts as
-// followed: the next write decides.
+// followed: the next write decides; its failure is logged once until the
+// store answers again (storeFailed).
 func (c *Coordinator) following(pod string, wake time.Time) bool {
 	if !c.leaseHeld(watchKey{pod: pod, wake: wake.UnixNano()}) {
 		return false
 	}
-	r, err := c.records.Record(pod)
-	switch {
-	case err != nil:
-		c.log.LogAttrs(context.Background(), slog.LevelError,
-			fmt.Sprintf("wake: record of pod %s: %v", pod, err), slog.String("pod", pod))
+	r, err := c.records.Record(c.stopping, pod)
+	if err != nil {
+		if c.stopping.Err() == nil {
+			c.storeFailed(context.Background(), pod, fmt.Sprintf("wake: record of pod %s: %v", pod, err))
+		}
 		return true
-	case !r.WakeRequestedAt.Equal(wake):
+	}
+	c.storeAnswered(context.Background())
+	if !r.WakeRequestedAt.Equal(wake) {
 		c.superseded(pod, wake)
 		return false
 	}

@@ -1,17 +1,9 @@
 package conductor
 
+import "github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+
 // ValidName reports whether name is a pod name the conductor can have:
 // lowercase letters, digits and dashes, 1 to 63 characters, neither
-// starting nor ending with a dash (a DNS label).
-func ValidName(name string) bool {
-	if len(name) == 0 || len(name) > 63 || name[0] == '-' || name[len(name)-1] == '-' {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// starting nor ending with a dash (a DNS label). It is
+// pluginapi.ValidPodName, the rule every GPU plugin shares.
+func ValidName(name string) bool { return pluginapi.ValidPodName(name) }

@@ -1,11 +1,12 @@
 // Package runpod is the GPU plugin for pods on RunPod: a Client that
 // implements pluginapi.GPU over RunPod's REST API v2, with no conductor in
-// between. It is used by the wake-plugin-runpod binary
-// (cmd/wake-plugin-runpod); runpodfake is a fake of the API for tests.
+// between. Serve is the plugin's body, run by the wake-plugin-runpod binary
+// (cmd/wake-plugin-runpod) and by wakehost, which has it built in;
+// runpodfake is a fake of the API for tests.
 //
 // It must not import any package of this module other than pluginapi,
-// must not read the environment itself (main passes os.Getenv to
-// ConfigFromEnv), must not retry, and must never put the API key or a URL
+// must not read the environment but through ConfigFromEnv (Serve passes
+// it os.Getenv), must not retry, and must never put the API key or a URL
 // into an error, a result or a log line.
 //
 // # Configuration

@@ -26,7 +26,7 @@ func asleepSim() sim.Config {
 const heldStart = 2 * time.Minute
 
 // lineStartReturned starts the log line the host writes when a start request
-// has returned, however it ended (machines.DescribeWakeResult).
+// has returned, however it ended (wake.describeStart).
 const lineStartReturned = "wake requested for pod"
 
 // asleepRun is one run of measurement 1.

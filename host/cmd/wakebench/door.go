@@ -27,7 +27,7 @@ import (
 //     plugin spent per chunk;
 //   - the non-streaming ready path.
 
-// The targets (issue 18), beside readyAdded50/99 and floorRatio for the
+// The targets (#18), beside readyAdded50/99 and floorRatio for the
 // non-streaming path.
 const (
 	ttfbAdded50         = 300 * time.Microsecond

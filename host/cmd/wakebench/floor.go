@@ -20,7 +20,7 @@ import (
 // httputil.ReverseProxy in a process of its own, between the bench's client
 // and the simulated model, as the host is. It is measured beside the host
 // in the same runs, so the host's added time is read against it rather
-// than against a number from another machine (issue 18: within 2.5 times
+// than against a number from another machine (#18: within 2.5 times
 // the floor's added time at p50).
 
 // floorEnv, set to the model's base URL, makes this binary the floor: it

@@ -13,7 +13,7 @@ import (
 )
 
 // readySim is a pod that wakes in milliseconds and does not idle out during
-// the bench; its model answers at once (SetModelDelay 0, the default).
+// the bench; its model answers at once.
 func readySim() sim.Config {
 	return sim.Config{
 		CreateDelay: time.Millisecond, BootDelay: time.Millisecond, LoadDelay: time.Millisecond,

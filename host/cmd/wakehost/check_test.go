@@ -106,6 +106,28 @@ func TestCheck(t *testing.T) {
 				"DIR/wake.toml: providers[0].plugin: plugin my-provider: DIR/bin/my-provider is not an executable file\n"},
 		},
 		{
+			name: "a RunPod backend beside the conductor: its plugin built in, its key set",
+			files: map[string]string{"wake.toml": "[[backends]]\nname = \"rp\"\nkind = \"runpod\"\napi_key_env = \"RP_KEY\"\n\n" +
+				"[[providers]]\nname = \"a\"\npod = \"qwen\"\n\n[[providers]]\nname = \"b\"\npod = \"big\"\nbackend = \"rp\"\n\n[agent]\nproviders = [\"a\"]\n"},
+			env: []string{"RP_KEY=rpa_secret"},
+			want: checkRun{Stdout: "DIR/wake.toml: ok (2 providers, 2 pods, 2 GPU backends, store bbolt in DIR/data, " +
+				"plugins: wake-plugin-conductor built in, wake-plugin-runpod built in, wake-plugin-provider-openai built in, shutdown grace 2m13s)\n"},
+		},
+		{
+			name: "backends: a RunPod key not set, a plugin missing, a key of another kind",
+			files: map[string]string{"wake.toml": "[[backends]]\nname = \"rp\"\nkind = \"runpod\"\napi_key_env = \"RP_KEY\"\n\n" +
+				"[[backends]]\nname = \"box\"\nkind = \"command\"\nplugin = \"my-command\"\nstart = [\"s\"]\nstatus = [\"t\"]\n\n" +
+				"[[providers]]\nname = \"a\"\npod = \"qwen\"\nbackend = \"rp\"\n\n[[providers]]\nname = \"b\"\npod = \"big\"\nbackend = \"box\"\n\n[agent]\nproviders = [\"a\"]\n"},
+			want: checkRun{Code: 1, Stderr: "DIR/wake.toml: backends[0].api_key_env: RP_KEY is not set: the RunPod backend \"rp\" reads its API key there\n" +
+				"DIR/wake.toml: backends[1].plugin: plugin my-command: stat DIR/bin/my-command: no such file or directory\n"},
+		},
+		{
+			name:     "a [[backends]] key of another kind: its line",
+			files:    map[string]string{"wake.toml": "[[backends]]\nname = \"rp\"\nkind = \"runpod\"\napi_key_env = \"RP_KEY\"\nstart = [\"s\"]\n"},
+			want:     checkRun{Code: 1, Stderr: "DIR/wake.toml:5: backends[0].start: not a key of a \"runpod\" backend\n"},
+			prefixes: true,
+		},
+		{
 			name:  "postgres without its connection string",
 			files: map[string]string{"wake.toml": "[store]\nbackend = \"postgres\"\n"},
 			want:  checkRun{Code: 1, Stderr: "store.dsn_env: WAKE_POSTGRES_DSN is not set: [store] backend = \"postgres\" reads its connection string there\n"},

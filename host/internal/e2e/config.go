@@ -36,10 +36,17 @@ type Config struct {
 	// connection string in that variable.
 	StoreDSNEnv string
 	StoreLease  time.Duration
+	// SessionHistoryBytes is [store] session_history_bytes and HistoryBytes
+	// [agent] history_bytes; 0 leaves each unset.
+	SessionHistoryBytes int
+	HistoryBytes        int
 
 	// [[providers]] qwen
 	ProviderPlugin string
 	APIKeyEnv      string
+
+	// [openai] cold_start; "" leaves it unset (reply).
+	ColdStart string
 }
 
 // WriteConfig writes c as wake.toml into a fresh temporary directory and
@@ -86,11 +93,23 @@ func (c Config) TOML() string {
 		duration("completion_timeout", c.CompletionTimeout)
 		duration("watch_poll", c.WatchPoll)
 	}
-	if c.StoreDSNEnv != "" {
+	if c.HistoryBytes != 0 {
+		fmt.Fprintf(&b, "\n[agent]\nhistory_bytes = %d\n", c.HistoryBytes)
+	}
+	if c.StoreDSNEnv != "" || c.SessionHistoryBytes != 0 {
 		b.WriteString("\n[store]\n")
-		set("backend", "postgres")
-		set("dsn_env", c.StoreDSNEnv)
-		duration("lease", c.StoreLease)
+		if c.StoreDSNEnv != "" {
+			set("backend", "postgres")
+			set("dsn_env", c.StoreDSNEnv)
+			duration("lease", c.StoreLease)
+		}
+		if c.SessionHistoryBytes != 0 {
+			fmt.Fprintf(&b, "session_history_bytes = %d\n", c.SessionHistoryBytes)
+		}
+	}
+	if c.ColdStart != "" {
+		b.WriteString("\n[openai]\n")
+		set("cold_start", c.ColdStart)
 	}
 	b.WriteString("\n[[providers]]\n")
 	set("name", "qwen")

@@ -12,7 +12,7 @@ import (
 )
 
 // dsns remembers the DSN of each store a suite opened, for its peers.
-var dsns = map[store.Backend]string{} // the suite runs its cases one at a time
+var dsns = map[*postgres.Store]string{} // the suite runs its cases one at a time
 
 // openAt opens a store on dsn with o, closed at t's cleanup.
 func openAt(t *testing.T, dsn string, o postgres.Options) *postgres.Store {
@@ -34,13 +34,20 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, storetest.Suite{
 		Open: func(t *testing.T, o storetest.Options) store.Backend {
 			dsn := pgtest.Schema(t)
-			s := openAt(t, dsn, postgres.Options{Now: o.Now, PendingTTL: o.PendingTTL, Lease: storetest.Lease})
+			s := openAt(t, dsn, options(o))
 			dsns[s] = dsn
-			return s
+			return s.Backend()
 		},
 		Peer: func(t *testing.T, first store.Backend, o storetest.Options) store.Backend {
-			return openAt(t, dsns[first], postgres.Options{Now: o.Now, PendingTTL: o.PendingTTL, Lease: storetest.Lease})
+			return openAt(t, dsns[first.Records.(*postgres.Store)], options(o)).Backend()
 		},
-		Crash: func(s store.Backend) { postgres.Crash(s.(*postgres.Store)) },
+		Crash: func(s store.Backend) { postgres.Crash(s.Records.(*postgres.Store)) },
 	})
+}
+
+// options are the suite's options o as the PostgreSQL store's.
+func options(o storetest.Options) postgres.Options {
+	return postgres.Options{
+		Now: o.Now, PendingTTL: o.PendingTTL, SessionHistoryBytes: o.SessionHistoryBytes, Lease: storetest.Lease,
+	}
 }

@@ -99,8 +99,8 @@ func (s *Store) renew(ctx context.Context) error {
 
 // TakeLease takes name for this store unless a store holds it, live: a
 // hold whose holder stopped renewing it is taken once it has expired.
-func (s *Store) TakeLease(name string) (bool, error) {
-	ctx, cancel, err := s.op()
+func (s *Store) TakeLease(ctx context.Context, name string) (bool, error) {
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -135,7 +135,7 @@ func (s *Store) LeaseHeld(name string) bool {
 
 // ReleaseLease gives name up. Releasing a hold this store does not have
 // does nothing.
-func (s *Store) ReleaseLease(name string) error {
+func (s *Store) ReleaseLease(ctx context.Context, name string) error {
 	s.leases.mu.Lock()
 	_, held := s.leases.held[name]
 	delete(s.leases.held, name)
@@ -143,7 +143,7 @@ func (s *Store) ReleaseLease(name string) error {
 	if !held {
 		return nil
 	}
-	ctx, cancel, err := s.op()
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ const (
 // fails is logged (LineListenFailed, once) and made again, after 100 ms
 // doubling to 5 s; once it is back (LineListenBack) fn gets a Resync of
 // every stored record, as changes may have been missed meanwhile.
-func (s *Store) OnRecordChange(fn func(store.RecordChange)) error {
+func (s *Store) OnRecordChange(ctx context.Context, fn func(store.RecordChange)) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
@@ -60,11 +60,18 @@ func (s *Store) OnRecordChange(fn func(store.RecordChange)) error {
 	if s.listen.stop != nil {
 		return errors.New("store: a record change listener is set already")
 	}
-	ctx, stop := context.WithCancel(context.Background())
+	life, stop := context.WithCancel(context.Background())
 	s.listen.stop, s.listen.done = stop, make(chan struct{})
 	ready := make(chan error, 1)
-	go s.listenLoop(ctx, fn, ready)
-	return <-ready
+	go s.listenLoop(life, fn, ready)
+	select {
+	case err := <-ready:
+		return err
+	case <-ctx.Done():
+		// The listener goes on trying, as it does after a first LISTEN
+		// that failed.
+		return fmt.Errorf("store: listen for record changes: %w", ctx.Err())
+	}
 }
 
 func (s *Store) listenLoop(ctx context.Context, fn func(store.RecordChange), ready chan<- error) {
@@ -124,7 +131,7 @@ func (s *Store) listenOnce(ctx context.Context, fn func(store.RecordChange), up 
 	}
 	up()
 	if resync {
-		recs, err := s.Records()
+		recs, err := s.Records(ctx)
 		if err != nil {
 			return err
 		}

@@ -26,13 +26,13 @@ func TestRecordChanges(t *testing.T) {
 
 	listen := func(s *postgres.Store) <-chan store.RecordChange {
 		ch := make(chan store.RecordChange, 64)
-		if err := s.OnRecordChange(func(c store.RecordChange) { ch <- c }); err != nil {
+		if err := s.OnRecordChange(t.Context(), func(c store.RecordChange) { ch <- c }); err != nil {
 			t.Fatal(err)
 		}
 		return ch
 	}
 	atA, atB, atOther := listen(a), listen(b), listen(other)
-	if err := b.OnRecordChange(func(store.RecordChange) {}); err == nil {
+	if err := b.OnRecordChange(t.Context(), func(store.RecordChange) {}); err == nil {
 		t.Error("a second OnRecordChange: no error")
 	}
 	next := func(ch <-chan store.RecordChange, within time.Duration) (store.RecordChange, bool) {
@@ -48,7 +48,7 @@ func TestRecordChanges(t *testing.T) {
 	ready := waking
 	ready.State, ready.ReadyAt = machines.Ready, waking.WakeRequestedAt.Add(9*time.Minute)
 	for _, r := range []machines.Record{waking, ready} {
-		if _, _, err := a.UpdateRecord("qwen", func(machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil }); err != nil {
+		if _, _, err := a.UpdateRecord(t.Context(), "qwen", func(machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,7 +63,7 @@ func TestRecordChanges(t *testing.T) {
 		}
 	}
 	// An update that changes nothing is no change.
-	if _, _, err := a.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil }); err != nil {
+	if _, _, err := a.UpdateRecord(t.Context(), "qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil }); err != nil {
 		t.Fatal(err)
 	}
 	if c, ok := next(atB, 200*time.Millisecond); ok {
@@ -80,7 +80,7 @@ func TestRecordChanges(t *testing.T) {
 	// is back, and later changes as changes.
 	proxy.Down()
 	llama := machines.Record{Pod: "llama", State: machines.Waking, WakeRequestedAt: waking.WakeRequestedAt}
-	if err := a.PutRecord(llama); err != nil {
+	if err := a.PutRecord(t.Context(), llama); err != nil {
 		t.Fatal(err)
 	}
 	proxy.Up()
@@ -98,7 +98,7 @@ func TestRecordChanges(t *testing.T) {
 	if !resynced["qwen"].Equal(ready) || !resynced["llama"].Equal(llama) {
 		t.Errorf("B's resync = %+v, want qwen ready and llama waking", resynced)
 	}
-	if err := a.PutRecord(waking); err != nil {
+	if err := a.PutRecord(t.Context(), waking); err != nil {
 		t.Fatal(err)
 	}
 	if c, ok := next(atB, time.Second); !ok || c.Resync || !c.After.Equal(waking) || !c.Before.Equal(ready) {

@@ -11,11 +11,11 @@ import (
 
 // Pending returns session's marker; ok is false when it has none, or only an
 // expired one (older than Options.PendingTTL).
-func (s *Store) Pending(session string) (p store.Pending, ok bool, err error) {
+func (s *Store) Pending(ctx context.Context, session string) (p store.Pending, ok bool, err error) {
 	if session == "" {
 		return store.Pending{}, false, store.ErrEmptySession
 	}
-	ctx, cancel, err := s.op()
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return store.Pending{}, false, err
 	}
@@ -40,7 +40,7 @@ func (s *Store) Pending(session string) (p store.Pending, ok bool, err error) {
 
 // PutPending sets session's marker, replacing any other. p.Key must not be
 // empty. Its times are stored in UTC.
-func (s *Store) PutPending(session string, p store.Pending) error {
+func (s *Store) PutPending(ctx context.Context, session string, p store.Pending) error {
 	if session == "" {
 		return store.ErrEmptySession
 	}
@@ -48,7 +48,7 @@ func (s *Store) PutPending(session string, p store.Pending) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel, err := s.op()
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return err
 	}
@@ -64,13 +64,13 @@ func (s *Store) PutPending(session string, p store.Pending) error {
 // (or only an expired one) and store.ErrPendingMismatch (keeping the
 // marker) when the key differs. Of concurrent takes with the same key, on
 // any replicas, exactly one succeeds.
-func (s *Store) TakePending(session, key string) (store.Pending, error) {
+func (s *Store) TakePending(ctx context.Context, session, key string) (store.Pending, error) {
 	if session == "" {
 		return store.Pending{}, store.ErrEmptySession
 	}
 	now := s.now()
 	var p store.Pending
-	err := s.tx("take a pending wake", func(ctx context.Context, tx pgx.Tx) error {
+	err := s.tx(ctx, "take a pending wake", func(ctx context.Context, tx pgx.Tx) error {
 		var v []byte
 		err := tx.QueryRow(ctx, `SELECT marker FROM wake_pending WHERE session = $1 FOR UPDATE`, session).Scan(&v)
 		switch {
@@ -102,11 +102,11 @@ func (s *Store) TakePending(session, key string) (store.Pending, error) {
 }
 
 // DeletePending deletes session's marker; deleting none is not an error.
-func (s *Store) DeletePending(session string) error {
+func (s *Store) DeletePending(ctx context.Context, session string) error {
 	if session == "" {
 		return store.ErrEmptySession
 	}
-	ctx, cancel, err := s.op()
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return err
 	}

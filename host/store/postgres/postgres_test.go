@@ -31,7 +31,7 @@ func TestSchemaVersions(t *testing.T) {
 		wg.Go(func() {
 			s, err := open(ctx, dsn)
 			if err == nil {
-				err = s.PutRecord(machines.NewRecord("qwen"))
+				err = s.PutRecord(t.Context(), machines.NewRecord("qwen"))
 				s.Close()
 			}
 			errs <- err
@@ -52,7 +52,7 @@ func TestSchemaVersions(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reopening: %v", err)
 	}
-	if recs, err := s.Records(); err != nil || len(recs) != 1 {
+	if recs, err := s.Records(t.Context()); err != nil || len(recs) != 1 {
 		t.Errorf("records after reopening = %v, %v; want the one stored", recs, err)
 	}
 	s.Close()
@@ -94,7 +94,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 	}
 	wake := time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
 	rec := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: wake, ReadyAt: wake.Add(4 * time.Minute)}
-	if err := s.PutRecord(rec); err != nil {
+	if err := s.PutRecord(t.Context(), rec); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -110,17 +110,17 @@ func TestMigrateFromVersion1(t *testing.T) {
 	if got := version(t, dsn); got != postgres.SchemaVersion {
 		t.Errorf("schema version after the migration %d, want %d", got, postgres.SchemaVersion)
 	}
-	if got, err := s.Record("qwen"); err != nil || !got.Equal(rec) {
+	if got, err := s.Record(t.Context(), "qwen"); err != nil || !got.Equal(rec) {
 		t.Errorf("the record after the migration = %+v, %v; want %+v", got, err, rec)
 	}
-	if ws, err := s.Wakes("qwen"); err != nil || len(ws) != 0 {
+	if ws, err := s.Wakes(t.Context(), "qwen"); err != nil || len(ws) != 0 {
 		t.Errorf("Wakes after the migration = %v, %v; want none", ws, err)
 	}
 	w := machines.Wake{Pod: "qwen", RequestedAt: wake.Add(time.Hour), ReadyAt: wake.Add(time.Hour + 3*time.Minute), Outcome: "ready"}
-	if err := s.PutRecordWake(rec, w); err != nil {
+	if err := s.PutRecordWake(t.Context(), rec, w); err != nil {
 		t.Fatal(err)
 	}
-	if ws, err := s.Wakes("qwen"); err != nil || len(ws) != 1 || !ws[0].RequestedAt.Equal(w.RequestedAt) {
+	if ws, err := s.Wakes(t.Context(), "qwen"); err != nil || len(ws) != 1 || !ws[0].RequestedAt.Equal(w.RequestedAt) {
 		t.Errorf("Wakes after one logged = %v, %v; want it", ws, err)
 	}
 }
@@ -142,6 +142,8 @@ func TestOpenErrors(t *testing.T) {
 		{"nobody listens", "postgres://wake:" + secret + "@" + down.Addr() + "/test", "WAKE_POSTGRES_DSN is unreachable: ECONNREFUSED"},
 		{"wrong password", strings.Replace(proxied, "wake:", "nosuchuser:", 1), "WAKE_POSTGRES_DSN is unreachable: SQLSTATE"},
 		{"no such database", strings.Replace(pgtest.ServerDSN(), "/test", "/no_such_db_"+secret, 1), "SQLSTATE 3D000 (no such database)"},
+		{"no such schema", pgtest.WithSearchPath(pgtest.ServerDSN(), "no_such_schema"),
+			`the schema search_path names does not exist (search_path: no_such_schema): create it`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := open(context.Background(), tc.dsn)
@@ -175,21 +177,21 @@ func TestDatabaseDrops(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(s.AppendTurn("s", store.Message{Role: store.RoleUser, Content: "q"}, store.Message{Role: store.RoleAssistant, Content: "a"}))
+	must(s.AppendTurn(t.Context(), "s", store.Message{Role: store.RoleUser, Content: "q"}, store.Message{Role: store.RoleAssistant, Content: "a"}))
 
 	proxy.Down()
 	calls := map[string]func() error{
-		"Record": func() error { _, err := s.Record("qwen"); return err },
+		"Record": func() error { _, err := s.Record(t.Context(), "qwen"); return err },
 		"UpdateRecord": func() error {
-			_, _, err := s.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
+			_, _, err := s.UpdateRecord(t.Context(), "qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
 			return err
 		},
-		"History": func() error { _, err := s.History("s", 2); return err },
+		"History": func() error { _, err := s.History(t.Context(), "s", 2); return err },
 		"AppendTurn": func() error {
-			return s.AppendTurn("s", store.Message{Role: store.RoleUser}, store.Message{Role: store.RoleAssistant})
+			return s.AppendTurn(t.Context(), "s", store.Message{Role: store.RoleUser}, store.Message{Role: store.RoleAssistant})
 		},
-		"Pending": func() error { _, _, err := s.Pending("s"); return err },
-		"Wakes":   func() error { _, err := s.Wakes("qwen"); return err },
+		"Pending": func() error { _, _, err := s.Pending(t.Context(), "s"); return err },
+		"Wakes":   func() error { _, err := s.Wakes(t.Context(), "qwen"); return err },
 	}
 	for name, call := range calls {
 		began := time.Now()
@@ -212,7 +214,7 @@ func TestDatabaseDrops(t *testing.T) {
 	// a few calls, and a few seconds, every call works again.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		msgs, err := s.History("s", 2)
+		msgs, err := s.History(t.Context(), "s", 2)
 		if err == nil {
 			if len(msgs) != 2 {
 				t.Fatalf("History after the database came back = %v, want the stored turn", msgs)

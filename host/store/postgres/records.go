@@ -13,11 +13,11 @@ import (
 )
 
 // Record returns pod's record, machines.NewRecord(pod) when none is stored.
-func (s *Store) Record(pod string) (machines.Record, error) {
+func (s *Store) Record(ctx context.Context, pod string) (machines.Record, error) {
 	if pod == "" {
 		return machines.Record{}, store.ErrEmptyPod
 	}
-	ctx, cancel, err := s.op()
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return machines.Record{}, err
 	}
@@ -51,17 +51,17 @@ func readRecord(ctx context.Context, q querier, pod string) (machines.Record, er
 
 // PutRecord stores r under r.Pod, replacing what was there. Its times are
 // stored in UTC.
-func (s *Store) PutRecord(r machines.Record) error {
-	return s.put(r, nil)
+func (s *Store) PutRecord(ctx context.Context, r machines.Record) error {
+	return s.put(ctx, r, nil)
 }
 
 // put stores r, and w in its pod's wake log when w is not nil, in one
 // transaction under the lock of its row.
-func (s *Store) put(r machines.Record, w *machines.Wake) error {
+func (s *Store) put(ctx context.Context, r machines.Record, w *machines.Wake) error {
 	if r.Pod == "" {
 		return store.ErrEmptyPod
 	}
-	return s.tx(fmt.Sprintf("store the record of pod %s", r.Pod), func(ctx context.Context, tx pgx.Tx) error {
+	return s.tx(ctx, fmt.Sprintf("store the record of pod %s", r.Pod), func(ctx context.Context, tx pgx.Tx) error {
 		before, err := lockRecord(ctx, tx, r.Pod)
 		if err != nil {
 			return err
@@ -73,8 +73,8 @@ func (s *Store) put(r machines.Record, w *machines.Wake) error {
 
 // Records returns every stored record, sorted by pod (byte order, as the
 // bbolt store sorts them).
-func (s *Store) Records() ([]machines.Record, error) {
-	ctx, cancel, err := s.op()
+func (s *Store) Records(ctx context.Context) ([]machines.Record, error) {
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -105,12 +105,12 @@ func (s *Store) Records() ([]machines.Record, error) {
 // on a plain read (most asks change nothing and never come here). It
 // returns the record fn was given and the one now stored. When fn fails
 // nothing is stored and its error is returned as it is.
-func (s *Store) UpdateRecord(pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
+func (s *Store) UpdateRecord(ctx context.Context, pod string, fn func(machines.Record) (machines.Record, *machines.Wake, error)) (before, after machines.Record, err error) {
 	if pod == "" {
 		return machines.Record{}, machines.Record{}, store.ErrEmptyPod
 	}
 	what := fmt.Sprintf("update the record of pod %s", pod)
-	err = s.tx(what, func(ctx context.Context, tx pgx.Tx) error {
+	err = s.tx(ctx, what, func(ctx context.Context, tx pgx.Tx) error {
 		rec, err := lockRecord(ctx, tx, pod)
 		if err != nil {
 			return err

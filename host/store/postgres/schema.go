@@ -81,12 +81,18 @@ func (e *SchemaTooNewError) Error() string {
 // schema's name.
 func (s *Store) migrate(ctx context.Context) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, `SELECT current_schema()`).Scan(&s.schema); err != nil {
+		// current_schema() is NULL when no schema search_path names
+		// exists.
+		var schema *string
+		var path string
+		if err := tx.QueryRow(ctx, `SELECT current_schema(), current_setting('search_path')`).Scan(&schema, &path); err != nil {
 			return dbErr("read the current schema", err)
 		}
-		if s.schema == "" {
-			return errors.New("store: no schema to create the tables in (search_path names none that exists)")
+		if schema == nil || *schema == "" {
+			return fmt.Errorf("store: the schema search_path names does not exist (search_path: %s): "+
+				"create it (CREATE SCHEMA), or set search_path to one that exists", path)
 		}
+		s.schema = *schema
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext(current_schema() || '.wake_schema'))`); err != nil {
 			return dbErr("lock the schema", err)
 		}

@@ -30,12 +30,16 @@ type Options struct {
 	// Now is the clock the store stamps turns with and expires pending
 	// wakes by; default time.Now. Leases run on the database's clock.
 	Now func() time.Time
+	// SessionHistoryBytes is the most a session's messages take as stored
+	// (their contents): AppendTurn deletes the oldest turns beyond it, as
+	// store.Options.SessionHistoryBytes. 0: store.DefaultSessionHistoryBytes.
+	SessionHistoryBytes int
 	// PendingTTL is how long a pending wake lives after its CreatedAt; 0:
 	// forever. As store.Options.PendingTTL.
 	PendingTTL time.Duration
-	// OpTimeout caps one call of the store; default DefaultOpTimeout. A
-	// database that stops answering fails the call after it instead of
-	// holding the turn.
+	// OpTimeout caps one call of the store, within its caller's context;
+	// default DefaultOpTimeout. A database that stops answering fails the
+	// call after it instead of holding the turn.
 	OpTimeout time.Duration
 	// ConnectTimeout caps each connection attempt; default
 	// DefaultConnectTimeout.
@@ -56,6 +60,7 @@ type Store struct {
 	pool       *pgxpool.Pool
 	now        func() time.Time
 	pendingTTL time.Duration
+	sessionMax int // Options.SessionHistoryBytes
 	opTimeout  time.Duration
 	lease      time.Duration
 	schema     string // the schema its tables are in (current_schema at Open)
@@ -74,7 +79,14 @@ type Store struct {
 	}
 }
 
-var _ store.Backend = (*Store)(nil)
+// Backend is s's capabilities, all of them: several hosts share a
+// PostgreSQL store, so it has Turns and Changes.
+func (s *Store) Backend() store.Backend {
+	return store.Backend{
+		Records: s, WakeLog: s, History: s, Pendings: s, Retainer: s, Leases: s,
+		Turns: s, Changes: s, Close: s.Close,
+	}
+}
 
 // Open connects to the database of dsn, creates or migrates its schema
 // (see schema.go) in the connection's current schema (search_path), and
@@ -93,6 +105,9 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	}
 	if o.Lease <= 0 {
 		o.Lease = DefaultLease
+	}
+	if o.SessionHistoryBytes <= 0 {
+		o.SessionHistoryBytes = store.DefaultSessionHistoryBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -117,7 +132,8 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("store: PostgreSQL in %s: %s", o.DSNEnv, class(err))
 	}
 	s := &Store{
-		pool: pool, now: o.Now, pendingTTL: o.PendingTTL, opTimeout: o.OpTimeout, lease: o.Lease,
+		pool: pool, now: o.Now, pendingTTL: o.PendingTTL, sessionMax: o.SessionHistoryBytes,
+		opTimeout: o.OpTimeout, lease: o.Lease,
 		holder: newHolder(), log: o.Logger,
 	}
 	s.leases.held = make(map[string]time.Time)
@@ -162,12 +178,16 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// op returns the context of one call, capped at OpTimeout, or ErrClosed.
-func (s *Store) op() (context.Context, context.CancelFunc, error) {
+// op returns the context of one call: ctx, capped at OpTimeout. It fails
+// with ErrClosed after Close, and with ctx's error when it has ended.
+func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	if s.closed.Load() {
 		return nil, nil, store.ErrClosed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.opTimeout)
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("store: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opTimeout)
 	return ctx, cancel, nil
 }
 
@@ -175,8 +195,8 @@ func (s *Store) op() (context.Context, context.CancelFunc, error) {
 // rolled back otherwise. fn's error comes back as it is (fn wraps the
 // driver's errors itself, with dbErr); a failed begin or commit is an
 // *Error about what.
-func (s *Store) tx(what string, fn func(ctx context.Context, tx pgx.Tx) error) error {
-	ctx, cancel, err := s.op()
+func (s *Store) tx(ctx context.Context, what string, fn func(ctx context.Context, tx pgx.Tx) error) error {
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return err
 	}

@@ -30,13 +30,20 @@ func (s *Store) TakeTurn(ctx context.Context, session string) (bool, error) {
 		return false, store.ErrEmptySession
 	}
 	name := turnLease(session)
-	for {
-		ok, err := s.TakeLease(name)
-		if err != nil || ok {
+	for seen := false; ; seen = true {
+		ok, err := s.TakeLease(ctx, name)
+		switch {
+		case err != nil && seen && ctx.Err() != nil:
+			// The session's turn was finishing when last looked at, and
+			// the caller stopped waiting for it: still not ours.
+			return false, nil
+		case err != nil || ok:
 			return ok, err
 		}
-		state, err := s.leaseState(name)
+		state, err := s.leaseState(ctx, name)
 		switch {
+		case err != nil && ctx.Err() != nil:
+			return false, nil // another turn holds it: not ours
 		case err != nil:
 			return false, err
 		case state == "held":
@@ -52,8 +59,8 @@ func (s *Store) TakeTurn(ctx context.Context, session string) (bool, error) {
 }
 
 // leaseState is the state of the lease name, "" when there is none.
-func (s *Store) leaseState(name string) (string, error) {
-	ctx, cancel, err := s.op()
+func (s *Store) leaseState(ctx context.Context, name string) (string, error) {
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -71,8 +78,8 @@ func (s *Store) leaseState(name string) (string, error) {
 
 // FinishTurn marks this store's turn of session as replied to: a turn of
 // the session on another host waits for it instead of being refused.
-func (s *Store) FinishTurn(session string) error {
-	ctx, cancel, err := s.op()
+func (s *Store) FinishTurn(ctx context.Context, session string) error {
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return err
 	}
@@ -83,4 +90,6 @@ func (s *Store) FinishTurn(session string) error {
 }
 
 // ReleaseTurn frees session's turn.
-func (s *Store) ReleaseTurn(session string) error { return s.ReleaseLease(turnLease(session)) }
+func (s *Store) ReleaseTurn(ctx context.Context, session string) error {
+	return s.ReleaseLease(ctx, turnLease(session))
+}

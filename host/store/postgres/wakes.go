@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -18,8 +19,8 @@ import (
 // PutRecordWake stores r, as PutRecord does, and w in r.Pod's wake log, in
 // one transaction: w replaces the entry of the same wake (its RequestedAt)
 // or is added, and the log then keeps its newest store.WakeLogSize entries.
-func (s *Store) PutRecordWake(r machines.Record, w machines.Wake) error {
-	return s.put(r, &w)
+func (s *Store) PutRecordWake(ctx context.Context, r machines.Record, w machines.Wake) error {
+	return s.put(ctx, r, &w)
 }
 
 // queueWake queues the statements that put v, the wake of pod requested at
@@ -35,11 +36,11 @@ func queueWake(b *pgx.Batch, pod string, requested int64, v []byte) {
 
 // Wakes returns pod's wake log, oldest first (by request time); none for a
 // pod with no logged wake.
-func (s *Store) Wakes(pod string) ([]machines.Wake, error) {
+func (s *Store) Wakes(ctx context.Context, pod string) ([]machines.Wake, error) {
 	if pod == "" {
 		return nil, store.ErrEmptyPod
 	}
-	ctx, cancel, err := s.op()
+	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return nil, err
 	}

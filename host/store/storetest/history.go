@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 
@@ -22,12 +21,12 @@ func turn(session string, i int) (u, a store.Message) {
 }
 
 // appendTurns appends turns 0..n-1 to session and returns its messages.
-func appendTurns(t *testing.T, st store.History, session string, n int) []store.Message {
+func appendTurns(t *testing.T, st store.Backend, session string, n int) []store.Message {
 	t.Helper()
 	var all []store.Message
 	for i := range n {
 		u, a := turn(session, i)
-		if err := st.AppendTurn(session, u, a); err != nil {
+		if err := st.History.AppendTurn(t.Context(), session, u, a); err != nil {
 			t.Fatalf("AppendTurn %d: %v", i, err)
 		}
 		all = append(all, u, a)
@@ -55,7 +54,7 @@ func testHistory(t *testing.T, s Suite) {
 			{"far more than stored", "s", 1 << 20, all},
 			{"unknown session", "nobody", 10, nil},
 		} {
-			got, err := st.History(tc.session, tc.last)
+			got, err := st.History.History(t.Context(), tc.session, tc.last)
 			must(t, err)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s: History(%q, %d) (-want +got):\n%s", tc.name, tc.session, tc.last, diff)
@@ -66,12 +65,12 @@ func testHistory(t *testing.T, s Suite) {
 		st, _ := open(t, s, 0)
 		// More than 256 turns: sequence numbers cross a byte boundary.
 		all := appendTurns(t, st, "s", 300)
-		got, err := st.History("s", len(all))
+		got, err := st.History.History(t.Context(), "s", len(all))
 		must(t, err)
 		if diff := cmp.Diff(all, got); diff != "" {
 			t.Errorf("History (-want +got):\n%s", diff)
 		}
-		got, err = st.History("s", 4)
+		got, err = st.History.History(t.Context(), "s", 4)
 		must(t, err)
 		if diff := cmp.Diff(all[len(all)-4:], got); diff != "" {
 			t.Errorf("History last 4 (-want +got):\n%s", diff)
@@ -82,9 +81,9 @@ func testHistory(t *testing.T, s Suite) {
 		// Bytes a text column or a JSON encoder might change.
 		odd := []string{"", "a\x00b", "line\nbreak\ttab", `"quoted" \ backslash`, "ünïcødé — 🚀", "\u2028\u2029", string(make([]byte, 70000))}
 		for _, text := range odd {
-			must(t, st.AppendTurn("s", user(text), assistant(text)))
+			must(t, st.History.AppendTurn(t.Context(), "s", user(text), assistant(text)))
 		}
-		got, err := st.History("s", 100)
+		got, err := st.History.History(t.Context(), "s", 100)
 		must(t, err)
 		var want []store.Message
 		for _, text := range odd {
@@ -107,78 +106,27 @@ func testHistory(t *testing.T, s Suite) {
 			{"two users", "s", u, u},
 			{"no roles", "s", store.Message{Content: "q"}, store.Message{Content: "a"}},
 		} {
-			if err := st.AppendTurn(tc.session, tc.user, tc.as); err == nil {
+			if err := st.History.AppendTurn(t.Context(), tc.session, tc.user, tc.as); err == nil {
 				t.Errorf("%s: AppendTurn: no error", tc.name)
 			}
 		}
-		if got, err := st.History("s", 10); err != nil || len(got) != 0 {
+		if got, err := st.History.History(t.Context(), "s", 10); err != nil || len(got) != 0 {
 			t.Errorf("History after rejected turns = %v, %v; want none", got, err)
 		}
-		if _, err := st.History("", 10); err == nil {
+		if _, err := st.History.History(t.Context(), "", 10); err == nil {
 			t.Error("History of an empty session id: no error")
-		}
-	})
-	t.Run("PruneHistory", func(t *testing.T) {
-		for _, tc := range []struct {
-			name string
-			keep int
-			want int // how many of the last messages remain
-		}{
-			{"negative", -3, 0},
-			{"zero", 0, 0},
-			{"one rounds down to no turn", 1, 0},
-			{"one turn", 2, 2},
-			{"odd never splits a turn", 5, 4},
-			{"exact", 8, 8},
-			{"more than stored", 100, 8},
-		} {
-			t.Run(tc.name, func(t *testing.T) {
-				st, _ := open(t, s, 0)
-				all := appendTurns(t, st, "s", 4) // 8 messages
-				other := appendTurns(t, st, "other", 2)
-				must(t, st.PruneHistory("s", tc.keep))
-				got, err := st.History("s", 100)
-				must(t, err)
-				var want []store.Message
-				if tc.want > 0 {
-					want = all[len(all)-tc.want:]
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("History after PruneHistory(%d) (-want +got):\n%s", tc.keep, diff)
-				}
-				gotOther, err := st.History("other", 100)
-				must(t, err)
-				if diff := cmp.Diff(other, gotOther); diff != "" {
-					t.Errorf("the other session after PruneHistory (-want +got):\n%s", diff)
-				}
-				// New turns still go last.
-				u, a := turn("s", 99)
-				must(t, st.AppendTurn("s", u, a))
-				got, err = st.History("s", 100)
-				must(t, err)
-				if diff := cmp.Diff(append(slices.Clone(want), u, a), got); diff != "" {
-					t.Errorf("History after prune and append (-want +got):\n%s", diff)
-				}
-			})
-		}
-		st, _ := open(t, s, 0)
-		if err := st.PruneHistory("nobody", 2); err != nil {
-			t.Errorf("PruneHistory of an unknown session: %v", err)
-		}
-		if err := st.PruneHistory("", 2); err == nil {
-			t.Error(`PruneHistory(""): no error`)
 		}
 	})
 	t.Run("concurrent turns never interleave", func(t *testing.T) {
 		st, _ := open(t, s, 0)
-		checkConcurrentTurns(t, []store.History{st})
+		checkConcurrentTurns(t, []store.Backend{st})
 	})
 }
 
 // checkConcurrentTurns has 20 writers append 10 turns each to 4 sessions,
 // spread over the stores (replicas of one database, or one store), and
 // checks that every turn is whole, in its session, in its writer's order.
-func checkConcurrentTurns(t *testing.T, stores []store.History) {
+func checkConcurrentTurns(t *testing.T, stores []store.Backend) {
 	t.Helper()
 	const (
 		writers  = 20
@@ -192,7 +140,7 @@ func checkConcurrentTurns(t *testing.T, stores []store.History) {
 		st := stores[w%len(stores)]
 		wg.Go(func() {
 			for i := range turns {
-				if err := st.AppendTurn(session, user(fmt.Sprintf("w%d q%d", w, i)), assistant(fmt.Sprintf("w%d a%d", w, i))); err != nil {
+				if err := st.History.AppendTurn(t.Context(), session, user(fmt.Sprintf("w%d q%d", w, i)), assistant(fmt.Sprintf("w%d a%d", w, i))); err != nil {
 					errs <- err
 				}
 			}
@@ -207,7 +155,7 @@ func checkConcurrentTurns(t *testing.T, stores []store.History) {
 	total := 0
 	for i := range sessions {
 		session := fmt.Sprintf("s%d", i)
-		got, err := stores[0].History(session, 1<<20)
+		got, err := stores[0].History.History(t.Context(), session, 1<<20)
 		must(t, err)
 		if want := writers / sessions * turns * 2; len(got) != want {
 			t.Errorf("%s has %d messages, want %d", session, len(got), want)

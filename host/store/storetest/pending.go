@@ -31,12 +31,12 @@ func pendingUTC(p store.Pending) store.Pending {
 func testPending(t *testing.T, s Suite) {
 	t.Run("round trip", func(t *testing.T) {
 		st, _ := open(t, s, 0)
-		if p, ok, err := st.Pending("s"); err != nil || ok {
+		if p, ok, err := st.Pendings.Pending(t.Context(), "s"); err != nil || ok {
 			t.Fatalf("Pending of an unknown session = %+v, %v, %v; want none", p, ok, err)
 		}
 		for _, want := range []store.Pending{pending("k1"), pending("k2")} { // the second replaces the first
-			must(t, st.PutPending("s", want))
-			got, ok, err := st.Pending("s")
+			must(t, st.Pendings.PutPending(t.Context(), "s", want))
+			got, ok, err := st.Pendings.Pending(t.Context(), "s")
 			if err != nil || !ok {
 				t.Fatalf("Pending: ok %v, err %v", ok, err)
 			}
@@ -50,38 +50,38 @@ func testPending(t *testing.T, s Suite) {
 		// A marker without a wake on record keeps its zero time.
 		zero := pending("k3")
 		zero.WakeRequestedAt = time.Time{}
-		must(t, st.PutPending("z", zero))
-		if got, _, err := st.Pending("z"); err != nil || !got.WakeRequestedAt.IsZero() {
+		must(t, st.Pendings.PutPending(t.Context(), "z", zero))
+		if got, _, err := st.Pendings.Pending(t.Context(), "z"); err != nil || !got.WakeRequestedAt.IsZero() {
 			t.Errorf("Pending with no wake time = %+v, %v; want a zero WakeRequestedAt", got, err)
 		}
-		if _, ok, err := st.Pending("other"); err != nil || ok {
+		if _, ok, err := st.Pendings.Pending(t.Context(), "other"); err != nil || ok {
 			t.Errorf("Pending of another session: ok %v, err %v; want none", ok, err)
 		}
 		for i := range 2 { // deleting none is not an error
-			if err := st.DeletePending("s"); err != nil {
+			if err := st.Pendings.DeletePending(t.Context(), "s"); err != nil {
 				t.Fatalf("DeletePending #%d: %v", i+1, err)
 			}
-			if _, ok, err := st.Pending("s"); err != nil || ok {
+			if _, ok, err := st.Pendings.Pending(t.Context(), "s"); err != nil || ok {
 				t.Errorf("Pending after DeletePending #%d: ok %v, err %v; want none", i+1, ok, err)
 			}
 		}
 	})
 	t.Run("PutPending rejects", func(t *testing.T) {
 		st, _ := open(t, s, 0)
-		if err := st.PutPending("", pending("k")); err == nil {
+		if err := st.Pendings.PutPending(t.Context(), "", pending("k")); err == nil {
 			t.Error("PutPending with an empty session: no error")
 		}
-		if err := st.PutPending("s", pending("")); err == nil {
+		if err := st.Pendings.PutPending(t.Context(), "s", pending("")); err == nil {
 			t.Error("PutPending with an empty key: no error")
 		}
-		if _, ok, _ := st.Pending("s"); ok {
+		if _, ok, _ := st.Pendings.Pending(t.Context(), "s"); ok {
 			t.Error("a rejected marker was stored")
 		}
 	})
 	t.Run("TakePending", func(t *testing.T) {
 		st, _ := open(t, s, 0)
 		stored := pending("k1")
-		must(t, st.PutPending("s", stored))
+		must(t, st.Pendings.PutPending(t.Context(), "s", stored))
 		// A sequence: each step sees what the ones before it left.
 		for _, step := range []struct {
 			name     string
@@ -97,25 +97,25 @@ func testPending(t *testing.T, s Suite) {
 			{"match consumes it", "s", "k1", pendingUTC(stored), nil, false},
 			{"second take", "s", "k1", store.Pending{}, store.ErrNoPending, false},
 		} {
-			got, err := st.TakePending(step.session, step.key)
+			got, err := st.Pendings.TakePending(t.Context(), step.session, step.key)
 			if !errors.Is(err, step.wantErr) {
 				t.Errorf("%s: err = %v, want %v", step.name, err, step.wantErr)
 			}
 			if diff := cmp.Diff(step.want, got); diff != "" {
 				t.Errorf("%s: Pending (-want +got):\n%s", step.name, diff)
 			}
-			if _, ok, err := st.Pending("s"); err != nil || ok != step.wantKept {
+			if _, ok, err := st.Pendings.Pending(t.Context(), "s"); err != nil || ok != step.wantKept {
 				t.Errorf("%s: marker kept %v (err %v), want %v", step.name, ok, err, step.wantKept)
 			}
 		}
 	})
 	t.Run("concurrent takes: one wins", func(t *testing.T) {
 		st, _ := open(t, s, 0)
-		checkOneTakeWins(t, []store.Pendings{st})
+		checkOneTakeWins(t, []store.Backend{st})
 	})
 	t.Run("expired reads as absent", func(t *testing.T) {
 		st, c := open(t, s, 35*time.Minute)
-		must(t, st.PutPending("s", store.Pending{Key: "k", Pod: "qwen", CreatedAt: T0}))
+		must(t, st.Pendings.PutPending(t.Context(), "s", store.Pending{Key: "k", Pod: "qwen", CreatedAt: T0}))
 		for _, step := range []struct {
 			at     time.Duration
 			wantOK bool
@@ -126,15 +126,15 @@ func testPending(t *testing.T, s Suite) {
 			{time.Hour, false},
 		} {
 			c.now = T0.Add(step.at)
-			if _, ok, err := st.Pending("s"); err != nil || ok != step.wantOK {
+			if _, ok, err := st.Pendings.Pending(t.Context(), "s"); err != nil || ok != step.wantOK {
 				t.Errorf("Pending at +%v: ok %v, err %v; want ok %v", step.at, ok, err, step.wantOK)
 			}
 		}
-		if _, err := st.TakePending("s", "k"); !errors.Is(err, store.ErrNoPending) {
+		if _, err := st.Pendings.TakePending(t.Context(), "s", "k"); !errors.Is(err, store.ErrNoPending) {
 			t.Errorf("TakePending of an expired marker: %v, want ErrNoPending", err)
 		}
 		c.now = T0.Add(10 * time.Minute)
-		if got, err := st.TakePending("s", "k"); err != nil || got.Key != "k" {
+		if got, err := st.Pendings.TakePending(t.Context(), "s", "k"); err != nil || got.Key != "k" {
 			t.Errorf("TakePending of a live marker: %+v, %v", got, err)
 		}
 	})
@@ -142,10 +142,10 @@ func testPending(t *testing.T, s Suite) {
 
 // checkOneTakeWins has 50 takers, spread over the stores, take one marker
 // with its key at once: exactly one gets it.
-func checkOneTakeWins(t *testing.T, stores []store.Pendings) {
+func checkOneTakeWins(t *testing.T, stores []store.Backend) {
 	t.Helper()
 	want := pending("k1")
-	must(t, stores[0].PutPending("s", want))
+	must(t, stores[0].Pendings.PutPending(t.Context(), "s", want))
 	const takers = 50
 	var wins, misses atomic.Int32
 	var wg sync.WaitGroup
@@ -155,7 +155,7 @@ func checkOneTakeWins(t *testing.T, stores []store.Pendings) {
 		st := stores[i%len(stores)]
 		wg.Go(func() {
 			<-start
-			got, err := st.TakePending("s", "k1")
+			got, err := st.Pendings.TakePending(t.Context(), "s", "k1")
 			switch {
 			case err == nil:
 				wins.Add(1)

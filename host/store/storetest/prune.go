@@ -14,11 +14,11 @@ import (
 )
 
 // sessionsLeft lists which of sessions still have a history.
-func sessionsLeft(t *testing.T, st store.History, sessions []string) []string {
+func sessionsLeft(t *testing.T, st store.Backend, sessions []string) []string {
 	t.Helper()
 	var left []string
 	for _, s := range sessions {
-		msgs, err := st.History(s, 1)
+		msgs, err := st.History.History(t.Context(), s, 1)
 		must(t, err)
 		if len(msgs) > 0 {
 			left = append(left, s)
@@ -103,15 +103,15 @@ func testPrune(t *testing.T, s Suite) {
 			var sessions, markers []string
 			for _, tr := range tc.turns {
 				c.now = T0.Add(tr.at)
-				must(t, st.AppendTurn(tr.session, user("q"), assistant("a")))
+				must(t, st.History.AppendTurn(t.Context(), tr.session, user("q"), assistant("a")))
 				sessions = append(sessions, tr.session)
 			}
 			for _, p := range tc.pending {
-				must(t, st.PutPending(p.session, store.Pending{Key: "k-" + p.session, CreatedAt: T0.Add(p.at)}))
+				must(t, st.Pendings.PutPending(t.Context(), p.session, store.Pending{Key: "k-" + p.session, CreatedAt: T0.Add(p.at)}))
 				markers = append(markers, p.session)
 			}
 			c.now = T0 // the markers' ages are Prune's now's
-			got, err := st.Prune(context.Background(), T0.Add(tc.now), tc.r)
+			got, err := st.Retainer.Prune(context.Background(), T0.Add(tc.now), tc.r)
 			if err != nil {
 				t.Fatalf("Prune: %v", err)
 			}
@@ -123,7 +123,7 @@ func testPrune(t *testing.T, s Suite) {
 			}
 			var leftPen []string
 			for _, m := range markers {
-				if _, ok, err := st.Pending(m); err != nil {
+				if _, ok, err := st.Pendings.Pending(t.Context(), m); err != nil {
 					t.Fatal(err)
 				} else if ok {
 					leftPen = append(leftPen, m)
@@ -133,7 +133,7 @@ func testPrune(t *testing.T, s Suite) {
 				t.Errorf("pending wakes left (-want +got):\n%s", diff)
 			}
 			// A second Prune at the same time finds nothing more to do.
-			if again, err := st.Prune(context.Background(), T0.Add(tc.now), tc.r); err != nil || again != (store.Pruned{}) {
+			if again, err := st.Retainer.Prune(context.Background(), T0.Add(tc.now), tc.r); err != nil || again != (store.Pruned{}) {
 				t.Errorf("second Prune: %+v, %v; want nothing done", again, err)
 			}
 		})
@@ -141,8 +141,8 @@ func testPrune(t *testing.T, s Suite) {
 	t.Run("a turn after the prune's now is kept", func(t *testing.T) {
 		st, c := open(t, s, 0)
 		c.now = T0.Add(2 * time.Hour)
-		must(t, st.AppendTurn("new", user("q"), assistant("a")))
-		got, err := st.Prune(context.Background(), T0.Add(90*time.Minute), store.Retention{HistoryMaxAge: time.Hour})
+		must(t, st.History.AppendTurn(t.Context(), "new", user("q"), assistant("a")))
+		got, err := st.Retainer.Prune(context.Background(), T0.Add(90*time.Minute), store.Retention{HistoryMaxAge: time.Hour})
 		if err != nil || got != (store.Pruned{}) {
 			t.Errorf("Prune = %+v, %v; want nothing done", got, err)
 		}
@@ -150,10 +150,10 @@ func testPrune(t *testing.T, s Suite) {
 	t.Run("an ended context stops it", func(t *testing.T) {
 		st, c := open(t, s, 0)
 		c.now = T0
-		must(t, st.AppendTurn("a", user("q"), assistant("a")))
+		must(t, st.History.AppendTurn(t.Context(), "a", user("q"), assistant("a")))
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		got, err := st.Prune(ctx, T0.Add(time.Hour), store.Retention{HistoryMaxAge: time.Minute})
+		got, err := st.Retainer.Prune(ctx, T0.Add(time.Hour), store.Retention{HistoryMaxAge: time.Minute})
 		if !errors.Is(err, context.Canceled) || got != (store.Pruned{}) {
 			t.Errorf("Prune with an ended context: %+v, %v; want nothing done and context.Canceled", got, err)
 		}
@@ -167,10 +167,10 @@ func testPrune(t *testing.T, s Suite) {
 		for i := range 450 { // more than two batches
 			c.now = T0.Add(time.Duration(i) * time.Second)
 			session := "s" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-			must(t, st.AppendTurn(session, user("q"), assistant("a")))
+			must(t, st.History.AppendTurn(t.Context(), session, user("q"), assistant("a")))
 			all = append(all, session)
 		}
-		got, err := st.Prune(context.Background(), T0.Add(time.Hour), store.Retention{HistoryMaxSessions: 10})
+		got, err := st.Retainer.Prune(context.Background(), T0.Add(time.Hour), store.Retention{HistoryMaxSessions: 10})
 		if err != nil || got != (store.Pruned{Sessions: 440}) {
 			t.Errorf("Prune = %+v, %v; want 440 sessions deleted", got, err)
 		}
@@ -182,12 +182,12 @@ func testPrune(t *testing.T, s Suite) {
 		st, _ := open(t, s, 0)
 		discard := slog.New(slog.DiscardHandler)
 		for _, d := range []time.Duration{0, -time.Minute} {
-			if err := st.StartPruning(store.Retention{}, d, discard); err == nil {
+			if err := st.Retainer.StartPruning(store.Retention{}, d, discard); err == nil {
 				t.Errorf("StartPruning every %v: no error, want one", d)
 			}
 		}
-		must(t, st.StartPruning(store.Retention{}, time.Hour, discard))
-		if err := st.StartPruning(store.Retention{}, time.Hour, discard); err == nil {
+		must(t, st.Retainer.StartPruning(store.Retention{}, time.Hour, discard))
+		if err := st.Retainer.StartPruning(store.Retention{}, time.Hour, discard); err == nil {
 			t.Error("a second StartPruning: no error, want one")
 		}
 	})

@@ -49,24 +49,24 @@ func testRecords(t *testing.T, s Suite) {
 	}
 	st, _ := open(t, s, 0)
 
-	got, err := st.Record("qwen")
+	got, err := st.Records.Record(t.Context(), "qwen")
 	must(t, err)
 	if diff := cmp.Diff(machines.NewRecord("qwen"), got); diff != "" {
 		t.Errorf("Record of an unknown pod (-want +got):\n%s", diff)
 	}
-	if recs, err := st.Records(); err != nil || len(recs) != 0 {
+	if recs, err := st.Records.Records(t.Context()); err != nil || len(recs) != 0 {
 		t.Errorf("Records of an empty store = %v, %v; want none", recs, err)
 	}
 
 	// Stored out of order, one replaced: Records lists them by pod.
 	for _, pod := range []string{"qwen", "llama", "mistral", "llama"} {
-		must(t, st.PutRecord(record(pod)))
+		must(t, st.Records.PutRecord(t.Context(), record(pod)))
 	}
 	replaced := record("qwen")
 	replaced.State, replaced.RefusedStatus = machines.Ready, 0
-	must(t, st.PutRecord(replaced))
+	must(t, st.Records.PutRecord(t.Context(), replaced))
 
-	got, err = st.Record("qwen")
+	got, err = st.Records.Record(t.Context(), "qwen")
 	must(t, err)
 	if diff := cmp.Diff(inUTC(replaced), got); diff != "" {
 		t.Errorf("Record after PutRecord (-want +got):\n%s", diff)
@@ -76,7 +76,7 @@ func testRecords(t *testing.T, s Suite) {
 			t.Errorf("a time came back in %v, want UTC", tm.Location())
 		}
 	}
-	recs, err := st.Records()
+	recs, err := st.Records.Records(t.Context())
 	must(t, err)
 	want := []machines.Record{inUTC(record("llama")), inUTC(record("mistral")), inUTC(replaced)}
 	if diff := cmp.Diff(want, recs); diff != "" {
@@ -85,15 +85,15 @@ func testRecords(t *testing.T, s Suite) {
 
 	// A monotonic clock reading is dropped: what comes back is Equal.
 	mono := machines.Record{Pod: "mono", State: machines.Waking, WakeRequestedAt: time.Now()}
-	must(t, st.PutRecord(mono))
-	if got, err := st.Record("mono"); err != nil || !got.Equal(mono) {
+	must(t, st.Records.PutRecord(t.Context(), mono))
+	if got, err := st.Records.Record(t.Context(), "mono"); err != nil || !got.Equal(mono) {
 		t.Errorf("Record of a record with a monotonic reading = %+v, %v; want Equal to %+v", got, err, mono)
 	}
 
-	if _, err := st.Record(""); err == nil {
+	if _, err := st.Records.Record(t.Context(), ""); err == nil {
 		t.Error("Record of an empty pod name: no error")
 	}
-	if err := st.PutRecord(machines.Record{State: machines.Asleep}); err == nil {
+	if err := st.Records.PutRecord(t.Context(), machines.Record{State: machines.Asleep}); err == nil {
 		t.Error("PutRecord of a record without a pod: no error")
 	}
 }
@@ -102,18 +102,18 @@ func testUpdateRecord(t *testing.T, s Suite) {
 	st, _ := open(t, s, 0)
 
 	// Unchanged: nothing is stored, not even the new pod's default.
-	before, after, err := st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
+	before, after, err := st.Records.UpdateRecord(t.Context(), "qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
 	must(t, err)
 	if want := machines.NewRecord("qwen"); !before.Equal(want) || !after.Equal(want) {
 		t.Errorf("UpdateRecord of an unknown pod, unchanged = %+v, %+v; want the new record twice", before, after)
 	}
-	if recs, err := st.Records(); err != nil || len(recs) != 0 {
+	if recs, err := st.Records.Records(t.Context()); err != nil || len(recs) != 0 {
 		t.Errorf("Records after an update that changed nothing = %v, %v; want none", recs, err)
 	}
 
 	// Changed: stored, and returned as a read gives it back.
 	want := record("qwen")
-	before, after, err = st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return want, nil, nil })
+	before, after, err = st.Records.UpdateRecord(t.Context(), "qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return want, nil, nil })
 	must(t, err)
 	if diff := cmp.Diff(machines.NewRecord("qwen"), before); diff != "" {
 		t.Errorf("UpdateRecord's before (-want +got):\n%s", diff)
@@ -121,13 +121,13 @@ func testUpdateRecord(t *testing.T, s Suite) {
 	if diff := cmp.Diff(inUTC(want), after); diff != "" {
 		t.Errorf("UpdateRecord's after (-want +got):\n%s", diff)
 	}
-	if got, err := st.Record("qwen"); err != nil || !got.Equal(want) {
+	if got, err := st.Records.Record(t.Context(), "qwen"); err != nil || !got.Equal(want) {
 		t.Errorf("Record after UpdateRecord = %+v, %v; want %+v", got, err, want)
 	}
 
 	// fn fails: nothing stored, its error back as it is.
 	errFn := errors.New("the machine refused")
-	_, _, err = st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) {
+	_, _, err = st.Records.UpdateRecord(t.Context(), "qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) {
 		r.State = machines.Ready
 		return r, nil, errFn
 	})
@@ -135,25 +135,25 @@ func testUpdateRecord(t *testing.T, s Suite) {
 		t.Errorf("UpdateRecord with a failing fn: %v, want its error", err)
 	}
 	// A record of another pod is refused.
-	if _, _, err := st.UpdateRecord("qwen", func(machines.Record) (machines.Record, *machines.Wake, error) { return record("llama"), nil, nil }); err == nil {
+	if _, _, err := st.Records.UpdateRecord(t.Context(), "qwen", func(machines.Record) (machines.Record, *machines.Wake, error) { return record("llama"), nil, nil }); err == nil {
 		t.Error("UpdateRecord whose fn returns another pod's record: no error")
 	}
-	if got, err := st.Record("qwen"); err != nil || !got.Equal(want) {
+	if got, err := st.Records.Record(t.Context(), "qwen"); err != nil || !got.Equal(want) {
 		t.Errorf("Record after failed updates = %+v, %v; want it unchanged, %+v", got, err, want)
 	}
-	if _, _, err := st.UpdateRecord("", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil }); err == nil {
+	if _, _, err := st.Records.UpdateRecord(t.Context(), "", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil }); err == nil {
 		t.Error("UpdateRecord of an empty pod name: no error")
 	}
 
 	// Concurrent updates are serialised: none is lost.
-	checkUpdatesSerialised(t, []store.Records{st})
+	checkUpdatesSerialised(t, []store.Backend{st})
 }
 
 // checkUpdatesSerialised has 40 updates, spread over the stores, each add 1
 // to a pod's RefusedStatus at once, and checks that the pod ends at 40: an
 // update that read the record while another was deciding on it would lose
 // one.
-func checkUpdatesSerialised(t *testing.T, stores []store.Records) {
+func checkUpdatesSerialised(t *testing.T, stores []store.Backend) {
 	t.Helper()
 	const updates = 40
 	var wg sync.WaitGroup
@@ -163,7 +163,7 @@ func checkUpdatesSerialised(t *testing.T, stores []store.Records) {
 		st := stores[i%len(stores)]
 		wg.Go(func() {
 			<-start
-			_, _, err := st.UpdateRecord("counted", func(r machines.Record) (machines.Record, *machines.Wake, error) {
+			_, _, err := st.Records.UpdateRecord(t.Context(), "counted", func(r machines.Record) (machines.Record, *machines.Wake, error) {
 				r.RefusedStatus++
 				return r, nil, nil
 			})
@@ -178,7 +178,7 @@ func checkUpdatesSerialised(t *testing.T, stores []store.Records) {
 			t.Error(err)
 		}
 	}
-	got, err := stores[0].Record("counted")
+	got, err := stores[0].Records.Record(t.Context(), "counted")
 	must(t, err)
 	if got.RefusedStatus != updates {
 		t.Errorf("after %d concurrent increments the count is %d: updates were lost", updates, got.RefusedStatus)

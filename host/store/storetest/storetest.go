@@ -1,12 +1,13 @@
 // Package storetest is the conformance suite of store.Backend: the same
 // table of cases, run against every backend (the bbolt store's tests run it
-// on *store.Store, the PostgreSQL backend's on *postgres.Store), so that
-// the host behaves the same whichever keeps its state.
+// on (*store.Store).Backend(), the PostgreSQL backend's on
+// (*postgres.Store).Backend()), so that the host behaves the same whichever
+// keeps its state.
 //
 // A backend's test calls Run with a Suite that opens a fresh, empty store
 // per case; a backend that several replicas share also gives Peer, and the
-// cases about replicas run too. The suite only uses the store.Backend
-// interfaces and what a backend adds for replicas (store.Shared); what is a
+// cases about replicas run too. The suite only uses the capabilities in
+// store.Backend (the Turns cases run when Turns is not nil); what is a
 // backend's own (bbolt's file checks, PostgreSQL's schema versions) is
 // tested in its package.
 //
@@ -29,6 +30,9 @@ type Options struct {
 	Now func() time.Time
 	// PendingTTL is store.Options.PendingTTL.
 	PendingTTL time.Duration
+	// SessionHistoryBytes is store.Options.SessionHistoryBytes: 0 is the
+	// backend's default.
+	SessionHistoryBytes int
 }
 
 // Suite opens the stores of one backend.
@@ -55,9 +59,11 @@ func Run(t *testing.T, s Suite) {
 	t.Run("WakeLog", func(t *testing.T) { testWakeLog(t, s) })
 	t.Run("History", func(t *testing.T) { testHistory(t, s) })
 	t.Run("HistoryWithin", func(t *testing.T) { testHistoryWithin(t, s) })
+	t.Run("SessionBudget", func(t *testing.T) { testSessionBudget(t, s) })
 	t.Run("Pending", func(t *testing.T) { testPending(t, s) })
 	t.Run("Prune", func(t *testing.T) { testPrune(t, s) })
 	t.Run("Closed", func(t *testing.T) { testClosed(t, s) })
+	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, s) })
 	t.Run("Leases", func(t *testing.T) { testLeases(t, s) })
 	t.Run("Turns", func(t *testing.T) { testTurns(t, s) })
 	t.Run("Replicas", func(t *testing.T) {
@@ -100,32 +106,32 @@ func testClosed(t *testing.T, s Suite) {
 		t.Errorf("second Close: %v, want nil", err)
 	}
 	calls := map[string]func() error{
-		"Record":    func() error { _, err := st.Record("qwen"); return err },
-		"PutRecord": func() error { return st.PutRecord(record("qwen")) },
-		"Records":   func() error { _, err := st.Records(); return err },
+		"Record":    func() error { _, err := st.Records.Record(t.Context(), "qwen"); return err },
+		"PutRecord": func() error { return st.Records.PutRecord(t.Context(), record("qwen")) },
+		"Records":   func() error { _, err := st.Records.Records(t.Context()); return err },
 		"PutRecordWake": func() error {
-			return st.PutRecordWake(record("qwen"), machines.Wake{RequestedAt: T0})
+			return st.WakeLog.PutRecordWake(t.Context(), record("qwen"), machines.Wake{RequestedAt: T0})
 		},
-		"Wakes": func() error { _, err := st.Wakes("qwen"); return err },
+		"Wakes": func() error { _, err := st.WakeLog.Wakes(t.Context(), "qwen"); return err },
 		"UpdateRecord": func() error {
-			_, _, err := st.UpdateRecord("qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
+			_, _, err := st.Records.UpdateRecord(t.Context(), "qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil })
 			return err
 		},
-		"History": func() error { _, err := st.History("s", 2); return err },
+		"History": func() error { _, err := st.History.History(t.Context(), "s", 2); return err },
 		"HistoryWithin": func() error {
-			_, err := st.HistoryWithin("s", 2, 100)
+			_, err := st.History.HistoryWithin(t.Context(), "s", 2, 100)
 			return err
 		},
-		"AppendTurn": func() error { return st.AppendTurn("s", user("q"), assistant("a")) },
-		"Pending":    func() error { _, _, err := st.Pending("s"); return err },
-		"PutPending": func() error { return st.PutPending("s", pending("k")) },
+		"AppendTurn": func() error { return st.History.AppendTurn(t.Context(), "s", user("q"), assistant("a")) },
+		"Pending":    func() error { _, _, err := st.Pendings.Pending(t.Context(), "s"); return err },
+		"PutPending": func() error { return st.Pendings.PutPending(t.Context(), "s", pending("k")) },
 		"TakePending": func() error {
-			_, err := st.TakePending("s", "k")
+			_, err := st.Pendings.TakePending(t.Context(), "s", "k")
 			return err
 		},
-		"Prune": func() error { _, err := st.Prune(context.Background(), T0, store.Retention{}); return err },
+		"Prune": func() error { _, err := st.Retainer.Prune(context.Background(), T0, store.Retention{}); return err },
 		"StartPruning": func() error {
-			return st.StartPruning(store.Retention{}, time.Minute, nil)
+			return st.Retainer.StartPruning(store.Retention{}, time.Minute, nil)
 		},
 	}
 	for name, call := range calls {

@@ -13,14 +13,14 @@ import (
 // replica's turn lapsing after the lease.
 func testTurns(t *testing.T, s Suite) {
 	st, _ := open(t, s, 0)
-	if _, ok := st.(store.Turns); !ok {
+	if st.Turns == nil {
 		t.Skip("the backend has no store.Turns: one host's slots are the rule")
 	}
 	if s.Peer == nil {
 		t.Fatal("a backend with store.Turns has replicas: Suite.Peer is nil")
 	}
-	a := st.(store.Turns)
-	b := s.Peer(t, st, Options{Now: time.Now}).(store.Turns)
+	a := st.Turns
+	b := s.Peer(t, st, Options{Now: time.Now}).Turns
 	ctx := context.Background()
 	take := func(who string, tu store.Turns, session string, want bool) {
 		t.Helper()
@@ -37,8 +37,8 @@ func testTurns(t *testing.T, s Suite) {
 	take("B", b, "s", false)
 
 	// Finishing: B's turn waits for A's to be stored, then runs.
-	must(t, a.FinishTurn("s"))
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	must(t, a.FinishTurn(t.Context(), "s"))
+	short, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 	if ok, err := b.TakeTurn(short, "s"); err != nil || ok {
 		t.Errorf("B's TakeTurn while A's is finishing, until its context ended = %v, %v; want false", ok, err)
 	}
@@ -51,7 +51,7 @@ func testTurns(t *testing.T, s Suite) {
 		}
 		got <- ok
 	}()
-	must(t, a.ReleaseTurn("s"))
+	must(t, a.ReleaseTurn(t.Context(), "s"))
 	select {
 	case ok := <-got:
 		if !ok {
@@ -61,7 +61,7 @@ func testTurns(t *testing.T, s Suite) {
 		t.Fatal("B's TakeTurn still waits 5 s after A released the session's turn")
 	}
 	take("A", a, "s", false) // now B's
-	must(t, b.ReleaseTurn("s"))
+	must(t, b.ReleaseTurn(t.Context(), "s"))
 	take("A", a, "s", true)
 
 	// A dies mid-turn: the session is free after the lease.

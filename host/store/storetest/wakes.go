@@ -24,9 +24,9 @@ func readyRecord(pod string, wake time.Time) machines.Record {
 }
 
 // wakes is pod's wake log in st, failing the test when it cannot be read.
-func wakes(t *testing.T, st store.WakeLog, pod string) []machines.Wake {
+func wakes(t *testing.T, st store.Backend, pod string) []machines.Wake {
 	t.Helper()
-	ws, err := st.Wakes(pod)
+	ws, err := st.WakeLog.Wakes(t.Context(), pod)
 	must(t, err)
 	return ws
 }
@@ -55,8 +55,8 @@ func testWakeLogRoundTrip(t *testing.T, s Suite) {
 
 	rec := record("gpu-a")
 	first := machines.Wake{RequestedAt: wake, RunningAt: wake.Add(6 * time.Minute), ReadyAt: wake.Add(9 * time.Minute), Outcome: "ready"}
-	must(t, st.PutRecordWake(rec, first))
-	gotRec, err := st.Record("gpu-a")
+	must(t, st.WakeLog.PutRecordWake(t.Context(), rec, first))
+	gotRec, err := st.Records.Record(t.Context(), "gpu-a")
 	must(t, err)
 	if diff := cmp.Diff(inUTC(rec), gotRec); diff != "" {
 		t.Errorf("the record written with the wake (-want +got):\n%s", diff)
@@ -79,7 +79,7 @@ func testWakeLogRoundTrip(t *testing.T, s Suite) {
 	// The same wake, served now: replaced, not added.
 	served := want
 	served.Served = true
-	must(t, st.PutRecordWake(rec, served))
+	must(t, st.WakeLog.PutRecordWake(t.Context(), rec, served))
 	if diff := cmp.Diff([]machines.Wake{served}, wakes(t, st, "gpu-a")); diff != "" {
 		t.Errorf("Wakes after the same wake again (-want +got):\n%s", diff)
 	}
@@ -88,7 +88,7 @@ func testWakeLogRoundTrip(t *testing.T, s Suite) {
 	}
 	// Wakes a nanosecond apart are two wakes.
 	next := loggedWake("gpu-a", wake.Add(time.Nanosecond).UTC(), time.Minute)
-	must(t, st.PutRecordWake(rec, next))
+	must(t, st.WakeLog.PutRecordWake(t.Context(), rec, next))
 	if diff := cmp.Diff([]machines.Wake{served, next}, wakes(t, st, "gpu-a")); diff != "" {
 		t.Errorf("Wakes after a wake a nanosecond later (-want +got):\n%s", diff)
 	}
@@ -113,14 +113,14 @@ func testWakeLogBounded(t *testing.T, s Suite) {
 	}
 	for _, i := range order {
 		w := at(i)
-		must(t, st.PutRecordWake(readyRecord("gpu-a", w.RequestedAt), w))
+		must(t, st.WakeLog.PutRecordWake(t.Context(), readyRecord("gpu-a", w.RequestedAt), w))
 	}
 	var want []machines.Wake
 	for i := n - store.WakeLogSize; i < n; i++ {
 		want = append(want, at(i))
 	}
 	// Another pod's log is its own.
-	must(t, st.PutRecordWake(readyRecord("gpu-b", T0), loggedWake("gpu-b", T0, 5*time.Minute)))
+	must(t, st.WakeLog.PutRecordWake(t.Context(), readyRecord("gpu-b", T0), loggedWake("gpu-b", T0, 5*time.Minute)))
 	if diff := cmp.Diff(want, wakes(t, st, "gpu-a")); diff != "" {
 		t.Errorf("Wakes (-want +got):\n%s", diff)
 	}
@@ -144,19 +144,19 @@ func testWakeLogRejects(t *testing.T, s Suite) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {
-			err := st.PutRecordWake(tt.rec, tt.w)
+			err := st.WakeLog.PutRecordWake(t.Context(), tt.rec, tt.w)
 			if err == nil || err.Error() != tt.want {
 				t.Errorf("err = %v, want %q", err, tt.want)
 			}
 		})
 	}
-	if r, err := st.Record("qwen"); err != nil || r.State != machines.Asleep {
+	if r, err := st.Records.Record(t.Context(), "qwen"); err != nil || r.State != machines.Asleep {
 		t.Errorf("a rejected write stored the record: %+v, %v", r, err)
 	}
 	if ws := wakes(t, st, "qwen"); len(ws) != 0 {
 		t.Errorf("a rejected write stored a wake: %v", ws)
 	}
-	if _, err := st.Wakes(""); err == nil {
+	if _, err := st.WakeLog.Wakes(t.Context(), ""); err == nil {
 		t.Error(`Wakes(""): no error`)
 	}
 }
@@ -167,11 +167,11 @@ func testWakeLogRejects(t *testing.T, s Suite) {
 func testWakeLogUpdate(t *testing.T, s Suite) {
 	st, _ := open(t, s, 0)
 	waking := machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: T0}
-	must(t, st.PutRecord(waking))
+	must(t, st.Records.PutRecord(t.Context(), waking))
 	w := loggedWake("qwen", T0, 2*time.Minute)
 	update := func(next machines.Record, w *machines.Wake, fnErr error) (machines.Record, machines.Record, error) {
 		t.Helper()
-		return st.UpdateRecord("qwen", func(machines.Record) (machines.Record, *machines.Wake, error) { return next, w, fnErr })
+		return st.Records.UpdateRecord(t.Context(), "qwen", func(machines.Record) (machines.Record, *machines.Wake, error) { return next, w, fnErr })
 	}
 
 	// An entry with an unchanged record: nothing stored.
@@ -192,7 +192,7 @@ func testWakeLogUpdate(t *testing.T, s Suite) {
 	if _, _, err := update(readyRecord("qwen", T0), &bad, nil); err == nil {
 		t.Error("UpdateRecord with another pod's entry: no error")
 	}
-	if got, err := st.Record("qwen"); err != nil || !got.Equal(waking) {
+	if got, err := st.Records.Record(t.Context(), "qwen"); err != nil || !got.Equal(waking) {
 		t.Errorf("the record after failed updates = %+v, %v; want it unchanged", got, err)
 	}
 	if ws := wakes(t, st, "qwen"); len(ws) != 0 {
@@ -222,7 +222,7 @@ func testWakeLogShared(t *testing.T, s Suite) {
 	a, _ := open(t, s, 0)
 	b := s.Peer(t, a, Options{Now: func() time.Time { return T0 }})
 	w := loggedWake("qwen", T0, 3*time.Minute)
-	must(t, a.PutRecordWake(readyRecord("qwen", T0), w))
+	must(t, a.WakeLog.PutRecordWake(t.Context(), readyRecord("qwen", T0), w))
 	if diff := cmp.Diff([]machines.Wake{w}, wakes(t, b, "qwen")); diff != "" {
 		t.Errorf("the wake A logged, read on B (-want +got):\n%s", diff)
 	}
@@ -236,7 +236,7 @@ func testWakeLogShared(t *testing.T, s Suite) {
 		st := []store.Backend{a, b}[i%2]
 		go func() {
 			<-start
-			_, _, err := st.UpdateRecord("counted", func(r machines.Record) (machines.Record, *machines.Wake, error) {
+			_, _, err := st.Records.UpdateRecord(t.Context(), "counted", func(r machines.Record) (machines.Record, *machines.Wake, error) {
 				r.RefusedStatus++
 				r.WakeRequestedAt = T0.Add(time.Duration(r.RefusedStatus) * time.Minute)
 				w := loggedWake("counted", r.WakeRequestedAt, time.Minute)

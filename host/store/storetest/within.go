@@ -41,7 +41,7 @@ func testHistoryWithinCases(t *testing.T, s Suite) {
 	var all []store.Message
 	for _, tr := range turns {
 		u, a := user(tr[0]), assistant(tr[1])
-		must(t, st.AppendTurn("s", u, a))
+		must(t, st.History.AppendTurn(t.Context(), "s", u, a))
 		all = append(all, u, a)
 	}
 	for _, tc := range []struct {
@@ -63,7 +63,7 @@ func testHistoryWithinCases(t *testing.T, s Suite) {
 		{"unknown session", "nobody", 8, 1 << 20, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := st.HistoryWithin(tc.session, tc.last, tc.maxBytes)
+			got, err := st.History.HistoryWithin(t.Context(), tc.session, tc.last, tc.maxBytes)
 			must(t, err)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("HistoryWithin(%q, %d, %d) (-want +got):\n%s", tc.session, tc.last, tc.maxBytes, diff)
@@ -71,7 +71,7 @@ func testHistoryWithinCases(t *testing.T, s Suite) {
 		})
 	}
 	for _, maxBytes := range []int{-1, 0, 10} {
-		if _, err := st.HistoryWithin("", 8, maxBytes); err == nil {
+		if _, err := st.History.HistoryWithin(t.Context(), "", 8, maxBytes); err == nil {
 			t.Errorf("HistoryWithin of an empty session id (maxBytes %d): no error", maxBytes)
 		}
 	}
@@ -94,13 +94,13 @@ func testHistoryWithinIsHistoryTrimmed(t *testing.T, s Suite) {
 	for session := range 20 {
 		id := fmt.Sprintf("s%d", session)
 		for range rng.IntN(8) {
-			must(t, st.AppendTurn(id, user(content()), assistant(content())))
+			must(t, st.History.AppendTurn(t.Context(), id, user(content()), assistant(content())))
 		}
 		for last := 0; last <= 17; last++ {
-			hist, err := st.History(id, last)
+			hist, err := st.History.History(t.Context(), id, last)
 			must(t, err)
 			for _, maxBytes := range []int{-1, 0, 1, 3, 10, 25, 40, 80, 160, 1 << 20} {
-				got, err := st.HistoryWithin(id, last, maxBytes)
+				got, err := st.History.HistoryWithin(t.Context(), id, last, maxBytes)
 				must(t, err)
 				if diff := cmp.Diff(trimmed(hist, maxBytes), got); diff != "" {
 					t.Fatalf("%s: HistoryWithin(%d, %d) (-want +got):\n%s", id, last, maxBytes, diff)

@@ -7,8 +7,11 @@
 //	X-Fault: hang    the plugin never answers the call, whatever its ctx says
 //
 // Without the header it behaves exactly like wake-plugin-conductor and
-// wake-plugin-provider-openai, and it reads the same environment. It serves
-// both plugin kinds; the host dispenses the one it launched it for.
+// wake-plugin-provider-openai, and it reads the same environment, but for
+// one thing: as a provider it gives no route (protocol 4), so that every
+// completion goes through it, as through a plugin that translates, and its
+// faults happen mid-call. It serves both plugin kinds; the host dispenses
+// the one it launched it for.
 package main
 
 import (
@@ -88,15 +91,35 @@ func gpu(logger hclog.Logger) (pluginapi.GPU, error) {
 	return conductor.New(cfg)
 }
 
+// throughPlugin is the OpenAI client without its Route: its completions
+// cross the plugin.
+type throughPlugin struct{ c *openai.Client }
+
+func (p throughPlugin) Complete(ctx context.Context, endpoint string, req pluginapi.CompletionRequest) (string, error) {
+	return p.c.Complete(ctx, endpoint, req)
+}
+
+func (p throughPlugin) Stream(ctx context.Context, req pluginapi.StreamRequest) (*pluginapi.StreamResponse, error) {
+	return p.c.Stream(ctx, req)
+}
+
+func (p throughPlugin) Probe(ctx context.Context, endpoint string) (pluginapi.ProbeResult, error) {
+	return p.c.Probe(ctx, endpoint)
+}
+
 func provider(logger hclog.Logger) (pluginapi.Provider, error) {
 	timeout, err := pluginapi.DurationEnv(pluginapi.EnvCompletionTimeout, openai.DefaultTimeout)
 	if err != nil {
 		return nil, err
 	}
-	return openai.New(openai.Config{
+	c, err := openai.New(openai.Config{
 		APIKey: openai.APIKey(pluginapi.APIKeyFromEnv()), Timeout: timeout,
 		HTTPClient: httpClient(), Logger: logger,
 	})
+	if err != nil {
+		return nil, err
+	}
+	return throughPlugin{c}, nil
 }
 
 func main() {

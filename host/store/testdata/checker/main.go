@@ -1,0 +1,17 @@
+// Command checker is package store's check process for the package's own
+// tests, built without the race detector (see main_test.go). It checks a
+// store file only when started by Open: the package's init does the work and
+// exits before main runs.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	_ "github.com/wakeonchat/wakeonchat/host/store"
+)
+
+func main() {
+	fmt.Fprintln(os.Stderr, "checker: only package store's Open starts this program")
+	os.Exit(1)
+}
