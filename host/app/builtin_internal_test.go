@@ -59,15 +59,15 @@ func TestPluginCommand(t *testing.T) {
 }
 
 // Every built-in name is a default plugin name of wake.toml's, and the
-// defaults are built in: the default config, and a RunPod backend, start
-// from wakehost alone.
+// defaults are built in: the default config, and a command or RunPod
+// backend, start from wakehost alone.
 func TestBuiltinsAreTheDefaults(t *testing.T) {
 	t.Parallel()
-	want := []string{config.DefaultConductorPlugin, config.DefaultProviderPlugin, config.DefaultRunPodPlugin}
+	want := []string{config.DefaultCommandPlugin, config.DefaultConductorPlugin, config.DefaultProviderPlugin, config.DefaultRunPodPlugin}
 	if diff := cmp.Diff(want, Builtins()); diff != "" {
 		t.Errorf("Builtins (-want +got):\n%s", diff)
 	}
-	for _, kind := range []string{config.KindConductor, config.KindRunPod} {
+	for _, kind := range []string{config.KindConductor, config.KindCommand, config.KindRunPod} {
 		if p := config.DefaultBackend(kind).Plugin; !slices.Contains(Builtins(), p) {
 			t.Errorf("the default plugin of a %s backend, %q, is not built in", kind, p)
 		}
