@@ -28,6 +28,11 @@ type Wake struct {
 	// Served is true when the model answered a turn while this wake was the
 	// one on record.
 	Served bool `json:"served"`
+	// StoppedAt and Stop are when and why the host stopped the pod after
+	// this wake (Record.StoppedAt, StopReason); zero and "" when it did
+	// not.
+	StoppedAt time.Time `json:"stoppedAt,omitzero"`
+	Stop      string    `json:"stop,omitempty"`
 }
 
 // Booting is how long the wake took from its request to the pod first seen
@@ -101,8 +106,9 @@ func EstimateWake(wakes []Wake, expected time.Duration) Estimate {
 // when the change logs nothing. An entry is made when a wake's outcome
 // becomes known — the record leaves waking, loading and stuck; a wake
 // replaced by a newer one before that is superseded — and is stored again
-// when the wake, already logged, serves its first turn. A wake still in
-// progress is in the record, not in the log.
+// when the wake, already logged, serves its first turn, and when the host
+// stops its pod (recordStopped). A wake still in progress is in the
+// record, not in the log.
 func LogWake(logged []Wake, before, after Record) (Wake, bool) {
 	wake := before.WakeRequestedAt
 	if wake.IsZero() {
@@ -127,6 +133,15 @@ func LogWake(logged []Wake, before, after Record) (Wake, bool) {
 		return w, true
 	}
 	i := slices.IndexFunc(logged, func(w Wake) bool { return w.RequestedAt.Equal(wake) })
+	if !after.StoppedAt.IsZero() && before.StoppedAt.IsZero() {
+		w := wakeOf(after)
+		if i >= 0 {
+			w = logged[i]
+			w.Served = w.Served || after.Served
+		}
+		w.StoppedAt, w.Stop = after.StoppedAt, after.StopReason
+		return w, true
+	}
 	if i >= 0 && after.Served && !logged[i].Served {
 		w := logged[i]
 		w.Served = true

@@ -11,9 +11,9 @@ import (
 
 // TestAddingAState adds a state to a copy of the table the way a change to
 // the policy would: a [[state]] with its facts, one new row for the state's
-// next ask and one retargeted row into it (ready seen down becomes idled,
+// next ask and one retargeted row into it (ready seen down becomes parked,
 // not stopped), the reply's effect declared, the state listed beside
-// stopped, which it is like, in the lists of states rows and ignores apply
+// stopped and idled, which it is like, in the lists of states rows and ignores apply
 // from, one default text and one scenario. Nothing else
 // changes: the machine, Describe, Preview, the facts the doors, metrics
 // and status page read, and the reply both doors send all follow from the
@@ -22,8 +22,8 @@ func TestAddingAState(t *testing.T) {
 	t.Parallel()
 	src := string(specs.PodLifecycleSource())
 	edits := []struct{ old, new string }{
-		{`"reply:resume_waiting",` + "\n]", `"reply:resume_waiting", "reply:idled",` + "\n]"},
-		{"from = \"ready\"\non = \"podDown\"\nto = \"stopped\"", "from = \"ready\"\non = \"podDown\"\nto = \"idled\""},
+		{`"reply:idle_stopped",` + "\n]", `"reply:idle_stopped", "reply:parked",` + "\n]"},
+		{"from = \"ready\"\non = \"podDown\"\nto = \"stopped\"", "from = \"ready\"\non = \"podDown\"\nto = \"parked\""},
 	}
 	for _, e := range edits {
 		if strings.Count(src, e.old) != 1 {
@@ -31,29 +31,29 @@ func TestAddingAState(t *testing.T) {
 		}
 		src = strings.Replace(src, e.old, e.new, 1)
 	}
-	// Everywhere else idled is like stopped: it joins stopped in every list
-	// of states a row or an ignore applies from.
-	src = strings.ReplaceAll(src, `"stopped", "refused"`, `"stopped", "idled", "refused"`)
+	// Everywhere else parked is like stopped and idled: it joins them in
+	// every list of states a row or an ignore applies from.
+	src = strings.ReplaceAll(src, `"idled", "refused"`, `"idled", "parked", "refused"`)
 	src += `
 [[state]]
-name = "idled"
-means = "The pod was ready, then stopped after idling."
+name = "parked"
+means = "The pod was ready, then parked."
 group = "down"
 outcome = "ready"
 tone = "idle"
 
 [[row]]
-from = "idled"
+from = "parked"
 on = "notReady"
 to = "waking"
-effects = ["clearLoading", "wake", "reply:idled"]
+effects = ["clearLoading", "wake", "reply:parked"]
 `
 	l, err := specs.ParseLifecycle([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
 	texts := DefaultReplies()
-	texts["idled"] = "The GPU idled and stopped to save money. Waking it again — about {{.EtaMinutes}} minutes."
+	texts["parked"] = "The GPU was parked to save money. Waking it again — about {{.EtaMinutes}} minutes."
 	replies, err := parseReplies(replyKeysOf(l.Table), texts)
 	if err != nil {
 		t.Fatal(err)
@@ -63,9 +63,9 @@ effects = ["clearLoading", "wake", "reply:idled"]
 		t.Fatal(err)
 	}
 
-	sc, err := specs.ParseScenario("idled.toml", []byte(`
-name = "idled"
-title = "ready, idled, asked again"
+	sc, err := specs.ParseScenario("parked.toml", []byte(`
+name = "parked"
+title = "ready, parked, asked again"
 pod = "qwen"
 
 [[step]]
@@ -85,14 +85,14 @@ state = "ready"
 [[step]]
 at = 2026-12-01T12:30:00Z
 event = "podDown"
-state = "idled"
+state = "parked"
 
 [[step]]
 at = 2026-12-01T13:00:00Z
 event = "notReady"
 action = "wake"
-reply = "idled"
-text = "The GPU idled and stopped to save money. Waking it again — about 9 minutes."
+reply = "parked"
+text = "The GPU was parked to save money. Waking it again — about 9 minutes."
 state = "waking"
 `))
 	if err != nil {
@@ -102,24 +102,24 @@ state = "waking"
 	everyEventHandled(t, pod)
 
 	// What the rest of the host reads of the new state.
-	idled := Record{Pod: "qwen", State: "idled", WakeRequestedAt: at(0), ReadyAt: at(0)}
-	if diff := cmp.Diff(StateFacts{Name: "idled", Means: "The pod was ready, then stopped after idling.",
-		Group: specs.Down, Outcome: "ready", Tone: "idle"}, pod.Facts("idled")); diff != "" {
+	parked := Record{Pod: "qwen", State: "parked", WakeRequestedAt: at(0), ReadyAt: at(0)}
+	if diff := cmp.Diff(StateFacts{Name: "parked", Means: "The pod was ready, then parked.",
+		Group: specs.Down, Outcome: "ready", Tone: "idle"}, pod.Facts("parked")); diff != "" {
 		t.Errorf("facts (-want +got):\n%s", diff)
 	}
-	key, _, err := pod.Describe(idled, View{Status: "EXITED", Lookup: LookupFound}, at(60*min), Estimate{})
+	key, _, err := pod.Describe(parked, View{Status: "EXITED", Lookup: LookupFound}, at(60*min), Estimate{})
 	if err != nil || key != ReplyResumeWaiting {
-		t.Errorf("a resume in idled: %q, %v; want %q", key, err, ReplyResumeWaiting)
+		t.Errorf("a resume in parked: %q, %v; want %q", key, err, ReplyResumeWaiting)
 	}
-	pv, err := pod.Preview(idled, View{Status: "EXITED", Lookup: LookupFound}, Estimate{}, at(60*min))
+	pv, err := pod.Preview(parked, View{Status: "EXITED", Lookup: LookupFound}, Estimate{}, at(60*min))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(Preview{Reply: "idled", Wakes: true,
-		Text: "The GPU idled and stopped to save money. Waking it again — about 9 minutes."}, pv); diff != "" {
+	if diff := cmp.Diff(Preview{Reply: "parked", Wakes: true,
+		Text: "The GPU was parked to save money. Waking it again — about 9 minutes."}, pv); diff != "" {
 		t.Errorf("preview (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(picture(l.Table, pod.facts), "idled([idled])") {
+	if !strings.Contains(picture(l.Table, pod.facts), "parked([parked])") {
 		t.Error("the diagram does not draw the new state")
 	}
 }

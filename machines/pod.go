@@ -21,6 +21,7 @@ const (
 	Stuck       engine.State = "stuck"
 	Crashed     engine.State = "crashed"
 	Stopped     engine.State = "stopped"
+	Idled       engine.State = "idled"
 	Refused     engine.State = "refused"
 	StartFailed engine.State = "start-failed"
 	NeverReady  engine.State = "never-ready"
@@ -42,6 +43,16 @@ const (
 	StartRefused   engine.Trigger = "refused"     // the conductor answered the start with a refusal
 	StartNotSent   engine.Trigger = "startFailed" // the start never reached the conductor
 	NeverReadySeen engine.Trigger = "neverReady"  // the watch gave up after wake_watch
+	// The host's own stop of a ready pod (host/wake's idle stop);
+	// Event.StopReason says why.
+	HostStopped engine.Trigger = "hostStopped"
+)
+
+// Why the host stopped a pod: Event.StopReason, Record.StopReason,
+// Wake.Stop.
+const (
+	StopIdle     = "idle"     // it answered nothing and held nothing for stop_after_idle
+	StopUnserved = "unserved" // woken, ready, it served nobody, and nobody waited for stop_unserved_after
 )
 
 // Lookup values a conductor reports.
@@ -68,6 +79,11 @@ type Record struct {
 	// Served is true once the model answered a turn while this wake is on
 	// record (effect recordServed); the wake clears it.
 	Served bool `json:"served"`
+	// StoppedAt and StopReason are when and why the host stopped the pod
+	// (effect recordStopped: StopIdle, StopUnserved); zero and "" until it
+	// does. The wake clears them.
+	StoppedAt  time.Time `json:"stoppedAt,omitzero"`
+	StopReason string    `json:"stopReason,omitempty"`
 }
 
 // NewRecord returns the record of a pod nothing is known about.
@@ -119,6 +135,8 @@ type Event struct {
 	Probe bool
 	// StartRefused: the start's HTTP status.
 	HTTPStatus int
+	// HostStopped: why the host stopped the pod (StopIdle, StopUnserved).
+	StopReason string
 	// Outcome events: the WakeRequestedAt of the wake they belong to. An
 	// outcome of any other wake is dropped.
 	Wake time.Time
@@ -316,6 +334,7 @@ func (p *Pod) Decide(rec Record, ev Event) (Decision, Record, error) {
 			next.RefusedStatus = 0
 			next.RunningAt = time.Time{}
 			next.Served = false
+			next.StoppedAt, next.StopReason = time.Time{}, ""
 		case "flagStuck":
 			d.Stuck = true
 		case "flagCrashed":
@@ -344,6 +363,8 @@ func (p *Pod) Decide(rec Record, ev Event) (Decision, Record, error) {
 			}
 		case "recordRefused":
 			next.RefusedStatus = ev.HTTPStatus
+		case "recordStopped":
+			next.StoppedAt, next.StopReason = ev.At, ev.StopReason
 		default:
 			key, ok := strings.CutPrefix(e, "reply:")
 			if !ok {
@@ -403,5 +424,6 @@ func wholeMinutes(d time.Duration) int {
 func (r Record) Equal(o Record) bool {
 	return r.Pod == o.Pod && r.State == o.State && r.RefusedStatus == o.RefusedStatus &&
 		r.WakeRequestedAt.Equal(o.WakeRequestedAt) && r.ModelLoadingSince.Equal(o.ModelLoadingSince) &&
-		r.ReadyAt.Equal(o.ReadyAt) && r.RunningAt.Equal(o.RunningAt) && r.Served == o.Served
+		r.ReadyAt.Equal(o.ReadyAt) && r.RunningAt.Equal(o.RunningAt) && r.Served == o.Served &&
+		r.StoppedAt.Equal(o.StoppedAt) && r.StopReason == o.StopReason
 }

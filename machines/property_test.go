@@ -35,7 +35,7 @@ func randomEvent(r *rand.Rand, rec Record, now time.Time) Event {
 		}
 		return Estimate{Wake: time.Duration(r.IntN(20*60)+1) * time.Second, Wakes: r.IntN(10) + 1}
 	}
-	switch r.IntN(12) {
+	switch r.IntN(13) {
 	case 0, 1:
 		status := []string{"EXITED", "CREATED", "RUNNING", ""}[r.IntN(4)]
 		lookup := []string{LookupFound, LookupFound, LookupNotFound, ""}[r.IntN(4)]
@@ -56,6 +56,8 @@ func randomEvent(r *rand.Rand, rec Record, now time.Time) Event {
 		return Event{Trigger: NeverReadySeen, At: now, Wake: wakeOf()}
 	case 9:
 		return Event{Trigger: StartRefused, At: now, Wake: wakeOf(), HTTPStatus: []int{401, 403, 404, 409, 500, 503}[r.IntN(6)]}
+	case 10:
+		return Event{Trigger: HostStopped, At: now, StopReason: []string{StopIdle, StopUnserved}[r.IntN(2)]}
 	default:
 		return Event{Trigger: StartNotSent, At: now, Wake: wakeOf()}
 	}
@@ -155,6 +157,16 @@ func TestProperties(t *testing.T) {
 				if next.State != Ready {
 					t.Fatalf("seed %d step %d: answered, and the state is %s", seed, i, next.State)
 				}
+			case HostStopped:
+				// Only a ready pod (or one seen stopped since) is the
+				// host's to stop; it remembers when and why.
+				wantIdled := rec.State == Ready || rec.State == Stopped
+				if (next.State == Idled) != (wantIdled || rec.State == Idled) || (!wantIdled && !next.Equal(rec)) || (wantIdled && (!next.StoppedAt.Equal(now) || next.StopReason != ev.StopReason)) {
+					t.Fatalf("seed %d step %d: host stop from %s went to %s: %+v", seed, i, rec.State, next.State, next)
+				}
+			}
+			if next.State == Idled && rec.State != Idled && ev.Trigger != HostStopped {
+				t.Fatalf("seed %d step %d: %s made the pod idled", seed, i, ev.Trigger)
 			}
 			data := pod.replyData(rec, next, ev.Estimate, now)
 			if data.RemainingMinutes < 0 || data.EtaMinutes < 0 || (ev.Estimate.Wakes > 0 && data.EtaMinutes < 1) {
@@ -177,7 +189,7 @@ func TestProperties(t *testing.T) {
 				}
 			}
 			if d.Action == ActionWake {
-				if !next.RunningAt.IsZero() || next.Served {
+				if !next.RunningAt.IsZero() || next.Served || !next.StoppedAt.IsZero() || next.StopReason != "" {
 					t.Fatalf("seed %d step %d: a wake must start with no phase of its own: %+v", seed, i, next)
 				}
 				if ev.Trigger != NotReady {

@@ -37,6 +37,9 @@ const (
 	// ReplyResumeWaiting answers a wakeMode "resume" that finds the pod down
 	// with nothing waking it: resume never wakes, so the client must ask again.
 	ReplyResumeWaiting ReplyKey = "resume_waiting"
+	// ReplyIdleStopped answers the first ask after the host stopped the pod
+	// (state idled), and wakes it.
+	ReplyIdleStopped ReplyKey = "idle_stopped"
 )
 
 // FallbackReply is the one reply not rendered from a template: what a turn
@@ -87,6 +90,7 @@ func DefaultReplies() map[ReplyKey]string {
 		ReplyRefused:          "The last wake request was refused by the conductor (HTTP {{.Status}}). Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
 		ReplyWakeFailed:       "The last wake request may not have reached the conductor. Trying again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
 		ReplyResumeWaiting:    "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU.",
+		ReplyIdleStopped:      "The GPU was stopped after it idled, to save money. Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
 	}
 }
 

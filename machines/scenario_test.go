@@ -21,6 +21,7 @@ func stepEvents(st specs.Step, rec Record) []Event {
 		Lookup:     st.Lookup,
 		ReadySince: st.ReadySince,
 		HTTPStatus: st.HTTPStatus,
+		StopReason: st.StopReason,
 		Wake:       st.Wake,
 	}
 	if ev.Lookup == "" {

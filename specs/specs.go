@@ -224,6 +224,7 @@ type Step struct {
 	Lookup     string    `toml:"lookup"`      // notReady: FOUND (default), NOT_FOUND or UNREADABLE
 	ReadySince time.Time `toml:"ready_since"` // readySince: the conductor's readySince
 	HTTPStatus int       `toml:"http_status"` // refused: the start's HTTP status
+	StopReason string    `toml:"stop_reason"` // hostStopped: why the host stopped the pod (idle, unserved)
 	// Wake names the wake an outcome belongs to; zero means the wake on record.
 	Wake time.Time `toml:"wake"`
 

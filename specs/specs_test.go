@@ -12,7 +12,7 @@ func TestPodLifecycleParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tab.Name != "pod-lifecycle" || tab.Initial != "asleep" || len(tab.States) != 10 || len(tab.Rows) == 0 {
+	if tab.Name != "pod-lifecycle" || tab.Initial != "asleep" || len(tab.States) != 11 || len(tab.Rows) == 0 {
 		t.Errorf("unexpected table: name %q initial %q, %d states, %d rows", tab.Name, tab.Initial, len(tab.States), len(tab.Rows))
 	}
 }

@@ -197,6 +197,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		Changed: a.changed,
 		Probe:   a.probers(), ProbeInterval: cfg.Timings.ProbeInterval.Duration,
 		Leases: a.store.Leases, Takeover: takeover,
+		Subscribers: a.hub,
 	})
 	// The other hosts' changes come from the store (before the records
 	// are read, so that none falls between); then the hub and the metrics
@@ -241,6 +242,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	// One turn service for both doors: a burst across them makes one wake.
 	turns := turn.New(turn.Config{
 		Wake: a.coord, Policy: pod, Pods: views, Pending: a.store.Pendings, Events: a.hub, Clock: a.clock, Logger: a.log,
+		Activity: a.coord,
 	})
 	a.server = chat.New(chat.Config{
 		Agent: agent.New(agent.Config{

@@ -115,7 +115,7 @@ func TestMetricsOverAWake(t *testing.T) {
 
 	wantStates := func(current string) map[string]float64 {
 		m := map[string]float64{}
-		for _, st := range []string{"asleep", "waking", "loading", "ready", "stuck", "crashed", "stopped", "refused", "start-failed", "never-ready"} {
+		for _, st := range []string{"asleep", "waking", "loading", "ready", "stuck", "crashed", "stopped", "idled", "refused", "start-failed", "never-ready"} {
 			m[st] = 0
 		}
 		m[current] = 1

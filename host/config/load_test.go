@@ -105,6 +105,7 @@ never_ready = "nr {{.WakeRequestedAt}}"
 refused = "r {{.Status}}"
 wake_failed = "wf"
 resume_waiting = "rsw {{.Pod}}"
+idle_stopped = "is {{.EtaMinutes}}"
 `
 
 func TestParse(t *testing.T) {
@@ -201,7 +202,7 @@ func TestParse(t *testing.T) {
 						"loading": "l", "loading_waking": "lw {{.ElapsedMinutes}}", "stuck": "s {{.LoadingMinutes}}", "crashed": "c {{.ReadyAt}}",
 						"unreadable": "u", "ready_then_stopped": "rts {{.ReadyAt}} {{.IdleMinutes}}",
 						"never_ready": "nr {{.WakeRequestedAt}}", "refused": "r {{.Status}}", "wake_failed": "wf",
-						"resume_waiting": "rsw {{.Pod}}",
+						"resume_waiting": "rsw {{.Pod}}", "idle_stopped": "is {{.EtaMinutes}}",
 					},
 				}
 			},

@@ -48,7 +48,7 @@ const (
 const (
 	KindGet   = "get"   // GetPod: a read of the pod
 	KindStart = "start" // StartPod: a wake
-	KindStop  = "stop"  // StopPod (the host never stops a pod today)
+	KindStop  = "stop"  // StopPod: the host stops a pod it idled (stop_after_idle, stop_unserved_after)
 )
 
 // The results of a request to the conductor: the result label of
@@ -94,6 +94,7 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	wakes          *prometheus.CounterVec
+	stops          *prometheus.CounterVec
 	phases         *prometheus.HistogramVec
 	podState       *podState
 	turns          *prometheus.CounterVec
@@ -126,6 +127,10 @@ func New(o Options) *Metrics {
 			Namespace: namespace, Name: "wakes_total",
 			Help: "Wakes whose outcome became known, by pod and outcome (ready, refused, start-failed, never-ready).",
 		}, []string{"pod", "outcome"}),
+		stops: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "pod_stops_total",
+			Help: "Pods the host stopped itself, by pod and reason (idle: stop_after_idle; unserved: stop_unserved_after).",
+		}, []string{"pod", "reason"}),
 		phases: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "wake_phase_seconds",
 			Help:    "How long each phase of a wake took, as the host saw it: requested_to_running, running_to_answering.",
@@ -154,7 +159,7 @@ func New(o Options) *Metrics {
 			"Whether each plugin's processes are running and handshaken (1) or not (0)."),
 		conductor: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "conductor_requests_total",
-			Help: "Requests to the conductor through the GPU plugin, by kind (get, start) and result.",
+			Help: "Requests to the conductor through the GPU plugin, by kind (get, start, stop) and result.",
 		}, []string{"kind", "result"}),
 		held: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "held_requests",
@@ -164,12 +169,15 @@ func New(o Options) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.wakes, m.phases, m.podState, m.turns, m.turnSeconds,
+		m.wakes, m.stops, m.phases, m.podState, m.turns, m.turnSeconds,
 		m.restarts, m.relaunchFailed, m.pluginUp, m.conductor, m.held,
 	)
 	for _, pod := range o.Pods {
 		for _, outcome := range outcomes {
 			m.wakes.WithLabelValues(pod, outcome)
+		}
+		for _, reason := range []string{machines.StopIdle, machines.StopUnserved} {
+			m.stops.WithLabelValues(pod, reason)
 		}
 		m.podState.set(pod, machines.Asleep)
 	}

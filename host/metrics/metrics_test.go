@@ -384,7 +384,7 @@ func TestConductorRequests(t *testing.T) {
 	m.ConductorRequest(metrics.KindGet, metrics.ConductorFound)
 	m.ConductorRequest(metrics.KindGet, metrics.ConductorFound)
 	m.ConductorRequest(metrics.KindStart, metrics.ConductorInFlight)
-	want := `# HELP wakeonchat_conductor_requests_total Requests to the conductor through the GPU plugin, by kind (get, start) and result.
+	want := `# HELP wakeonchat_conductor_requests_total Requests to the conductor through the GPU plugin, by kind (get, start, stop) and result.
 # TYPE wakeonchat_conductor_requests_total counter
 wakeonchat_conductor_requests_total{kind="get",result="found"} 2
 wakeonchat_conductor_requests_total{kind="start",result="in_flight"} 1
@@ -549,4 +549,28 @@ func gaugeValue(t *testing.T, m *metrics.Metrics, name string, labelValues ...st
 	}
 	t.Fatalf("no series %s%v", name, labelValues)
 	return 0
+}
+
+// TestPodStops: a stop by the host counts once, on the change that records
+// it, by its reason; a view that then finds the pod down, or any other
+// change of the stopped record, counts nothing more.
+func TestPodStops(t *testing.T) {
+	t.Parallel()
+	m := metrics.New(metrics.Options{Pods: []string{"qwen"}})
+	ready := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: t0.Add(9 * time.Minute)}
+	idled := ready
+	idled.State, idled.StoppedAt, idled.StopReason = machines.Idled, t0.Add(30*time.Minute), machines.StopIdle
+	m.RecordChanged(ready, idled)
+	m.RecordChanged(idled, idled)
+	unserved := ready
+	unserved.State, unserved.StoppedAt, unserved.StopReason = machines.Idled, t0.Add(20*time.Minute), machines.StopUnserved
+	m.RecordChanged(ready, unserved)
+	want := `# HELP wakeonchat_pod_stops_total Pods the host stopped itself, by pod and reason (idle: stop_after_idle; unserved: stop_unserved_after).
+# TYPE wakeonchat_pod_stops_total counter
+wakeonchat_pod_stops_total{pod="qwen",reason="idle"} 1
+wakeonchat_pod_stops_total{pod="qwen",reason="unserved"} 1
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(want), "wakeonchat_pod_stops_total"); err != nil {
+		t.Error(err)
+	}
 }

@@ -33,7 +33,8 @@ func (m *Metrics) PodRecord(rec machines.Record) {
 // requested_to_running (Wake.Booting) on the change that stamps the wake's
 // RunningAt, running_to_answering (Wake.Loading) on the change that takes
 // the wake from waking, loading or stuck to ready, whose ReadyAt is this
-// boot's. Each change happens once per wake and is stored with what it
+// boot's. It counts a stop by the host (wakeonchat_pod_stops_total) on the
+// change that records it (Record.StopReason set). Each change happens once per wake and is stored with what it
 // reads, so a host restarted mid-wake still observes each phase once.
 func (m *Metrics) RecordChanged(before, after machines.Record) {
 	if m == nil {
@@ -45,6 +46,9 @@ func (m *Metrics) RecordChanged(before, after machines.Record) {
 	m.timePhases(before, after, sameWake)
 	if o := after.Outcome(); o != "" && (before.Outcome() == "" || !sameWake) {
 		m.wakes.WithLabelValues(after.Pod, o).Inc()
+	}
+	if after.StopReason != "" && (before.StopReason == "" || !sameWake) {
+		m.stops.WithLabelValues(after.Pod, after.StopReason).Inc()
 	}
 }
 

@@ -168,6 +168,7 @@ type wakeRow struct {
 	Booting   string // "" when never seen up
 	Loading   string // "" when never ready
 	Served    bool
+	Stopped   string // "" unless the host stopped the pod after this wake
 }
 
 func row(w machines.Wake, now time.Time) wakeRow {
@@ -183,7 +184,18 @@ func row(w machines.Wake, now time.Time) wakeRow {
 	if d, ok := w.Loading(); ok {
 		r.Loading = duration(d)
 	}
+	if !w.StoppedAt.IsZero() {
+		r.Stopped = "stopped by the host at " + clockTime(w.StoppedAt, now) + ", " + stopWords(w.Stop)
+	}
 	return r
+}
+
+// stopWords says why the host stopped a pod.
+func stopWords(reason string) string {
+	if reason == machines.StopUnserved {
+		return "nobody served"
+	}
+	return "idle"
 }
 
 // pluginsView is the plugins' section.

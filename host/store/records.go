@@ -148,5 +148,6 @@ func stored(r machines.Record) machines.Record {
 	r.ModelLoadingSince = UTC(r.ModelLoadingSince)
 	r.ReadyAt = UTC(r.ReadyAt)
 	r.RunningAt = UTC(r.RunningAt)
+	r.StoppedAt = UTC(r.StoppedAt)
 	return r
 }

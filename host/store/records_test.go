@@ -19,6 +19,8 @@ func fullRecord(pod string, wake time.Time) machines.Record {
 		RefusedStatus:     409,
 		RunningAt:         wake.Add(3 * time.Minute),
 		Served:            true,
+		StoppedAt:         wake.Add(20 * time.Minute),
+		StopReason:        machines.StopUnserved,
 	}
 }
 

@@ -142,7 +142,7 @@ func TestStartInThePluginsOwnWordsCounted(t *testing.T) {
 			t.Errorf("result (-want +got):\n%s", diff)
 		}
 	}
-	want := `# HELP wakeonchat_conductor_requests_total Requests to the conductor through the GPU plugin, by kind (get, start) and result.
+	want := `# HELP wakeonchat_conductor_requests_total Requests to the conductor through the GPU plugin, by kind (get, start, stop) and result.
 # TYPE wakeonchat_conductor_requests_total counter
 wakeonchat_conductor_requests_total{kind="start",result="not_sent"} 1
 wakeonchat_conductor_requests_total{kind="stop",result="not_sent"} 1

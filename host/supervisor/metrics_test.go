@@ -29,7 +29,7 @@ func TestConductorRequestsCounted(t *testing.T) {
 	gpu.Close()
 	gpu.StartPod(ctx, "qwen") // closed
 
-	want := `# HELP wakeonchat_conductor_requests_total Requests to the conductor through the GPU plugin, by kind (get, start) and result.
+	want := `# HELP wakeonchat_conductor_requests_total Requests to the conductor through the GPU plugin, by kind (get, start, stop) and result.
 # TYPE wakeonchat_conductor_requests_total counter
 wakeonchat_conductor_requests_total{kind="get",result="found"} 1
 wakeonchat_conductor_requests_total{kind="get",result="lookup_failed"} 1

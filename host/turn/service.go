@@ -23,6 +23,14 @@ type Coordinator interface {
 	Estimate(pod string) machines.Estimate
 }
 
+// Activity learns which turns are in flight, so that the host never stops
+// a pod under one; *wake.Coordinator is one.
+type Activity interface {
+	// Begin reports a turn, held request or resume of pod ("" while its
+	// pod is not known) beginning; end reports its end.
+	Begin(pod string) (end func())
+}
+
 // PodView reports a pod as the conductor sees it; *resolve.Resolver is one.
 type PodView interface {
 	Lookup(ctx context.Context) (resolve.Resolution, error)
@@ -54,6 +62,9 @@ type Config struct {
 	Clock   clock.Clock        // default clock.Real()
 	Logger  *slog.Logger       // default: discard
 	NewKey  func() string      // pending wakes' keys (Wait); nil = crypto/rand
+
+	// Activity, when set, is told of every turn in flight (Run, Resume).
+	Activity Activity
 }
 
 // Service runs turns. It is safe for concurrent use; create it with New.
@@ -119,6 +130,7 @@ func answered[T any](v T) Outcome[T] { return Outcome[T]{Answer: v, Answered: tr
 // not-ready error that may not wake, a store or machine failure; nothing
 // was woken for it.
 func Run[T any](ctx context.Context, s *Service, ask Ask, call Call[T]) (Outcome[T], error) {
+	defer s.begin(ask.Pod)()
 	v, err := call(ctx, ask.Send)
 	if err == nil {
 		return answered(v), nil
@@ -216,6 +228,7 @@ func Resume[T any](ctx context.Context, s *Service, session, key string, has fun
 		s.cfg.Logger.Error("resume: pinned provider is no longer configured", "session", session, "provider", p.Provider)
 		return Outcome[T]{}, ErrProviderGone
 	}
+	defer s.begin(p.Pod)()
 	kept := func(d machines.Decision) Outcome[T] {
 		return Outcome[T]{Said: Said{Pod: p.Pod, Decision: d, Pending: &p}}
 	}
@@ -282,6 +295,14 @@ func (s *Service) readiness(ctx context.Context, pod string) (machines.Record, m
 // reply is the state's reply for a turn that must not wake.
 func (s *Service) reply(rec machines.Record, view machines.View) machines.Decision {
 	return s.describe(rec, view, s.cfg.Clock.Now(), s.cfg.Wake.Estimate(rec.Pod))
+}
+
+// begin reports a turn of pod in flight to the Activity, if any.
+func (s *Service) begin(pod string) (end func()) {
+	if s.cfg.Activity == nil {
+		return func() {}
+	}
+	return s.cfg.Activity.Begin(pod)
 }
 
 // randomKey is 32 hex digits from crypto/rand, which never fails.

@@ -86,6 +86,9 @@ type Config struct {
 	// (machines.WakeResult.Credential); a pod without one is the
 	// conductor's (RIG_WAKE_TOKEN).
 	Credentials map[string]string
+	// Subscribers, when set, counts each pod's subscribers to its changes
+	// (*events.Hub): a pod somebody follows is not stopped as unserved.
+	Subscribers Subscribers
 	// Changed, when set, is called with every record the coordinator
 	// stores, with the record before and the event that changed it. It runs
 	// under the pod's lock, so the calls of one pod come in the order of the
@@ -122,6 +125,9 @@ type Coordinator struct {
 	leases       store.Leases
 	takeover     time.Duration
 	credentials  map[string]string
+	stops        map[string]StopPolicy
+	subscribers  Subscribers
+	idle         idler // each stopped pod's activity (idle.go)
 
 	// stopping is cancelled by Close: watches return and their pod reads
 	// are cancelled. abandoned is cancelled when Close stops waiting: the
@@ -199,6 +205,8 @@ func New(cfg Config) *Coordinator {
 		leases:       cfg.Leases,
 		takeover:     cfg.Takeover,
 		credentials:  cfg.Credentials,
+		stops:        cfg.Stops,
+		subscribers:  cfg.Subscribers,
 		logs:         make(map[string]*podLog),
 		known:        make(map[string]machines.Record),
 		watching:     make(map[watchKey]bool),
@@ -238,6 +246,7 @@ func (c *Coordinator) NotReady(ctx context.Context, pod, status, lookup string, 
 	case modelLoading:
 		ev.Trigger = machines.ModelLoading
 	}
+	c.touch(pod, func(a *activity) { a.lastAsk = c.now() })
 	d, next, err := c.apply(ctx, pod, ev)
 	if err != nil {
 		return machines.Decision{}, err
@@ -275,6 +284,7 @@ func (c *Coordinator) Observe(ctx context.Context, pod string, p pluginapi.Pod) 
 // record is current within the listener's notices of the other hosts'
 // changes (Elsewhere); any other record is decided as every event is.
 func (c *Coordinator) Answered(ctx context.Context, pod string, readySince time.Time) {
+	c.touch(pod, func(a *activity) { a.lastAnswer = c.now() })
 	c.mu.Lock()
 	rec, ok := c.known[pod]
 	c.mu.Unlock()
@@ -454,6 +464,7 @@ func (c *Coordinator) Elsewhere(pod string, seen func(machines.Record)) error {
 	if err != nil {
 		return fmt.Errorf("wake: record of pod %s: %w", pod, err)
 	}
+	c.saw(rec)
 	c.remember(pod, rec)
 	seen(rec)
 	return nil
@@ -617,6 +628,7 @@ func (c *Coordinator) decide(rec machines.Record, ev machines.Event) (machines.D
 // the pod's in-process lock: Changed, and the wake-ready line. entry is
 // the wake log entry stored with it, nil when none.
 func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decision, ev machines.Event, entry *machines.Wake) {
+	c.saw(next)
 	c.remember(rec.Pod, next)
 	if c.changed != nil {
 		c.changed(Change{Before: rec, After: next, Event: ev, Wake: entry})

@@ -50,6 +50,10 @@
 //     so of the hosts sharing the store one watches each wake; with
 //     Config.Takeover, a host looks for wakes in progress that nobody
 //     watches (their host died) and takes their watch over (takeover.go).
+//  7. With Config.Stops, the host stops a pod that idled (idle.go): once
+//     across the hosts sharing the store (the stop's lease), never with a
+//     turn in flight (Begin), and feeds the stop to the machine
+//     (HostStopped).
 //
 // What this package must not do: block a turn on the network (no start, pod
 // read or watch runs in NotReady's path, and no pod lock is held across a
@@ -59,7 +63,8 @@
 // a pod's proxy URL only to hand it to the Prober: plugin errors are logged
 // as their short class, probe failures as the Prober's URL-free words).
 //
-// The caller's duties: give every not-ready turn to NotReady with the
+// The caller's duties: report every turn in flight to Begin (the turn
+// service's Activity); give every not-ready turn to NotReady with the
 // conductor's status and lookup, and reply with the returned decision's
 // Text; make the Coordinator every resolver's observer, so that reads and
 // answered turns reach it; give it a Prober for the pods' models (without

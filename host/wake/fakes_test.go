@@ -27,18 +27,22 @@ const waitLimit = 5 * time.Second
 
 // fakeGPU is a hand-written pluginapi.GPU: function fields say what it
 // answers (nil: a start accepted with 202, and an EXITED pod), and it keeps
-// the pod named in every call. The Coordinator never stops a pod: newEnv
-// fails a test whose fake saw a StopPod.
+// the pod named in every call. The Coordinator stops a pod only by a
+// StopPolicy: newEnv fails a test whose fake saw a StopPod it did not
+// allow (stops).
 type fakeGPU struct {
 	startPod func(ctx context.Context, pod string) (pluginapi.StartResult, error)
-	getPod   func(ctx context.Context, pod string, n int) (pluginapi.Pod, error) // n counts from 1
-	now      func() time.Time                                                    // for readTimes; nil: time.Now
+	stopPod  func(ctx context.Context, pod string) (pluginapi.StartResult, error) // nil: stopped, 200
+	stops    bool                                                                 // the test expects StopPod calls
+	getPod   func(ctx context.Context, pod string, n int) (pluginapi.Pod, error)  // n counts from 1
+	now      func() time.Time                                                     // for readTimes; nil: time.Now
 
 	mu      sync.Mutex
 	started []string    // the pod of every StartPod, in order
 	read    []string    // ... of every GetPod
 	readAt  []time.Time // when each GetPod was called
 	stopped []string    // ... of every StopPod
+	stopAt  []time.Time // when each StopPod was called
 }
 
 var _ pluginapi.GPU = (*fakeGPU)(nil)
@@ -66,11 +70,23 @@ func (f *fakeGPU) GetPod(ctx context.Context, pod string) (pluginapi.Pod, error)
 	return get(ctx, pod, n)
 }
 
-func (f *fakeGPU) StopPod(_ context.Context, pod string) (pluginapi.StartResult, error) {
+func (f *fakeGPU) StopPod(ctx context.Context, pod string) (pluginapi.StartResult, error) {
+	f.mu.Lock()
+	f.stopped = append(f.stopped, pod)
+	f.stopAt = append(f.stopAt, nowOr(f.now))
+	stop := f.stopPod
+	f.mu.Unlock()
+	if stop == nil {
+		return pluginapi.StartResult{Requested: true, Status: 200}, nil
+	}
+	return stop(ctx, pod)
+}
+
+// stopTimes is when StopPod was called.
+func (f *fakeGPU) stopTimes() []time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.stopped = append(f.stopped, pod)
-	return pluginapi.StartResult{Requested: true, Status: 200}, nil
+	return slices.Clone(f.stopAt)
 }
 
 // setStart replaces what StartPod answers from now on.
@@ -167,8 +183,13 @@ func (f *fakeGPU) check(t *testing.T, pod string) {
 			}
 		}
 	}
-	if len(f.stopped) != 0 {
-		t.Errorf("StopPod called for %v: the coordinator never stops a pod", f.stopped)
+	if len(f.stopped) != 0 && !f.stops {
+		t.Errorf("StopPod called for %v: no stop policy asked for it", f.stopped)
+	}
+	for _, p := range f.stopped {
+		if p != pod {
+			t.Errorf("StopPod(%q), want only %q", p, pod)
+		}
 	}
 }
 

@@ -48,7 +48,10 @@ func newSyncEnv(t *testing.T, cfg wake.Config) *syncEnv {
 	if cfg.Records == nil {
 		cfg.Records = newMemRecords()
 	}
-	e.recs = cfg.Records.(*memRecords)
+	e.recs, _ = cfg.Records.(*memRecords)
+	if g, ok := cfg.GPU.(*fakeGPU); ok {
+		e.gpu = g
+	}
 	if cfg.Pod == nil {
 		pod, err := machines.NewPod(machines.DefaultPolicy())
 		if err != nil {

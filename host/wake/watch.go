@@ -32,7 +32,8 @@ type Prober interface {
 // that one read, and one probe if the read finds the pod up: what they say
 // is fed to the machine, and a wake still not ready is left as it is
 // (nobody watched the deadline, so never-ready would be a guess). Resume
-// does not wait for the watches.
+// does not wait for the watches. It also starts the host's own stops of
+// the pods in Config.Stops (idle.go).
 func (c *Coordinator) Resume(configured func(pod string) bool) error {
 	if !c.enter() {
 		return ErrClosed
@@ -56,6 +57,7 @@ func (c *Coordinator) Resume(configured func(pod string) bool) error {
 		c.wg.Add(1)
 		go c.takeOver(configured)
 	}
+	c.startStops(recs, configured)
 	return nil
 }
 

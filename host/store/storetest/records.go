@@ -24,6 +24,7 @@ func record(pod string) machines.Record {
 		Pod: pod, State: machines.Refused, WakeRequestedAt: wake,
 		ModelLoadingSince: wake.Add(time.Minute), ReadyAt: wake.Add(9 * time.Minute), RefusedStatus: 409,
 		RunningAt: wake.Add(40 * time.Second), Served: true,
+		StoppedAt: wake.Add(30 * time.Minute), StopReason: machines.StopIdle,
 	}
 }
 
@@ -33,6 +34,7 @@ func inUTC(r machines.Record) machines.Record {
 	r.ModelLoadingSince = r.ModelLoadingSince.UTC()
 	r.ReadyAt = r.ReadyAt.UTC()
 	r.RunningAt = r.RunningAt.UTC()
+	r.StoppedAt = r.StoppedAt.UTC()
 	return r
 }
 
