@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/machines"
 )
 
 // modelProcessEnv, set to a loopback address, makes the test binary a
@@ -113,7 +114,9 @@ func running(pidFile string) bool {
 // finds it EXITED and wakes it (the start script starts the model process);
 // the watch reads the status script, which says RUNNING with the model's
 // URL, and probes the model; once it answers, the next ask is the model's
-// answer. The pod is not the conductor's: the conductor is never asked.
+// answer. One idle second after that answer the host stops what it woke:
+// the stop script ends the model process, the pod is idled, and the next
+// ask says so and wakes it again.
 func TestCommandBackendWakesARealProcess(t *testing.T) {
 	e2e.RequireProc(t)
 	scripts, pidFile, _ := commandBackend(t)
@@ -135,6 +138,7 @@ kind = "command"
 start = ["/bin/sh", %q]
 stop = ["/bin/sh", %q]
 status = ["/bin/sh", %q]
+stop_after_idle = "1s"
 
 [[providers]]
 name = "qwen"
@@ -180,5 +184,46 @@ api_key_env = ""
 	status, body = h.post(chatRequest{Message: "are you there?", SessionID: "box"})
 	if status != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || r.Reply != "echo: are you there?" {
 		t.Errorf("ask once ready: %d %s, want the model's echo", status, body)
+	}
+	stoppedAfterIdle(t, h, pidFile)
+}
+
+// stoppedAfterIdle is the second half of TestCommandBackendWakesARealProcess:
+// the idle stop, seen in the process, the view, the reply and the log.
+func stoppedAfterIdle(t *testing.T, h *wakehost, pidFile string) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for running(pidFile) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the host did not stop the idle pod within %v", waitFor)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for {
+		_, view, _ := h.get("/api/pods/qwen")
+		var v struct {
+			State string `json:"state"`
+		}
+		if json.Unmarshal([]byte(view), &v) == nil && v.State == "idled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stopped pod's view: %s, want state idled", view)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// The reply, rendered from the default wording: the wake measured
+	// took well under a minute, so the estimate is its one minute.
+	want, err := machines.MustDefaultReplies().Render(machines.ReplyIdleStopped, machines.ReplyData{Pod: "qwen", EtaMinutes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, body := h.post(chatRequest{Message: "back?", SessionID: "box"})
+	var r chatReply
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || r.Reply != want {
+		t.Errorf("the ask after the idle stop: %d %s, want %q", status, body, want)
+	}
+	if len(h.log.Matching(t, "pod stopped after idling: pod qwen")) != 1 {
+		t.Errorf("no one line \"pod stopped after idling: pod qwen\"; the log:\n%s", h.log.Operator(t))
 	}
 }
