@@ -26,7 +26,7 @@
 // Each figure is the median of -runs runs, each on a fresh simulator and a
 // fresh host.
 //
-//	go run ./host/cmd/wakebench [-runs 5] [-quick] [-only 1-6|2|7|8] [-out FILE]
+//	go run ./host/cmd/wakebench [-runs 5] [-quick] [-only 1-6|2|6|7|8] [-out FILE]
 //
 // It builds with the go command on PATH, from the module of the working
 // directory. It talks to 127.0.0.1 only, bounds every loop in count and time,
@@ -89,13 +89,13 @@ func run() error {
 	runs := flag.Int("runs", 0, "runs per measurement, each figure their median (default 5; 2 with -quick)")
 	quick := flag.Bool("quick", false, "a smoke test: fewer runs and requests")
 	out := flag.String("out", "", "also write the table to this file")
-	only := flag.String("only", "", `run only these measurements: "1-6" (the table), "2" (the ready path alone), "7" (the simulated day) or "8" (the PostgreSQL store, with bbolt's runs of 1 and 3 beside it)`)
+	only := flag.String("only", "", `run only these measurements: "1-6" (the table), "2" (the ready path alone), "6" (the OpenAI door alone), "7" (the simulated day) or "8" (the PostgreSQL store, with bbolt's runs of 1 and 3 beside it)`)
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", flag.Args())
 	}
-	if *only != "" && *only != "1-6" && *only != "2" && *only != "7" && *only != "8" {
-		return fmt.Errorf(`-only must be "1-6", "2", "7" or "8", not %q`, *only)
+	if *only != "" && *only != "1-6" && *only != "2" && *only != "6" && *only != "7" && *only != "8" {
+		return fmt.Errorf(`-only must be "1-6", "2", "6", "7" or "8", not %q`, *only)
 	}
 	p := fullPlan
 	if *quick {
@@ -128,6 +128,8 @@ func run() error {
 		switch *only {
 		case "2":
 			rows, err = b.measureReady(ctx)
+		case "6":
+			rows, err = b.measureDoor(ctx)
 		case "8":
 			rows, err = b.measurePostgres(ctx, nil, nil)
 		default:
@@ -283,6 +285,19 @@ func (b *harness) measureReady(ctx context.Context) ([]row, error) {
 		return nil, err
 	}
 	return readyRows(b.plan, ready), nil
+}
+
+// measureDoor runs measurement 6 alone (-only 6) and returns its rows.
+func (b *harness) measureDoor(ctx context.Context) ([]row, error) {
+	var doors []doorRun
+	for i := range b.plan.runs {
+		r, err := b.door(ctx, i)
+		if err != nil {
+			return nil, fmt.Errorf("measurement 6 (the OpenAI door), run %d: %w", i+1, err)
+		}
+		doors = append(doors, r)
+	}
+	return doorRows(b.plan, doors), nil
 }
 
 // shortWatchPoll is measurement 4's short [timings] watch_poll.
