@@ -75,7 +75,9 @@ func TestConcurrentAsksWakeOnce(t *testing.T) {
 		t.Errorf("replies (-want +got):\n%s", diff)
 	}
 
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	// The start returned and the wake's watch waits on the clock; the
+	// start's line was logged before the watch began.
+	e2e.WaitWatcher(t, h.clock, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests: %d, want 1", n)
 	}

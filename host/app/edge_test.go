@@ -27,9 +27,8 @@ func TestLargeTurnsKeepTheSessionUsable(t *testing.T) {
 	if got := h.ask(t, session, "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	h.log.WaitLine(t, lineInFlight, 1, waitFor)
 	stepTo(t, clk, t0.Add(9*time.Minute), time.Minute)
-	h.log.WaitLine(t, lineReady, 1, waitFor)
+	h.waitState(t, "ready")
 
 	for i, c := range []string{"a", "b", "c"} {
 		large := strings.Repeat(c, 700<<10)

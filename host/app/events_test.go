@@ -120,7 +120,12 @@ func (es *eventStream) next(t *testing.T) streamEvent {
 // nextPod is the next event, which must be a pod event.
 func (es *eventStream) nextPod(t *testing.T) podEvent {
 	t.Helper()
-	e := es.next(t)
+	return decodePodEvent(t, es.next(t))
+}
+
+// decodePodEvent is e's data, which must be a pod event.
+func decodePodEvent(t *testing.T, e streamEvent) podEvent {
+	t.Helper()
 	if e.Name != "" {
 		t.Fatalf("event %q %s, want a pod event", e.Name, e.Data)
 	}
@@ -154,7 +159,6 @@ func TestWaitEventsResume(t *testing.T) {
 	if r.PendingWake.Events != "/api/pods/qwen/events" {
 		t.Fatalf("pendingWake.events %q, want /api/pods/qwen/events", r.PendingWake.Events)
 	}
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
 
 	stream := h.openEvents(t, r.PendingWake.Events)
 	got := []podEvent{stream.nextPod(t)}
@@ -222,8 +226,7 @@ func TestEventSubscribersCostNoLookups(t *testing.T) {
 	if got := h.ask(t, "asker", "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q, want the waking reply", got)
 	}
-	h.log.WaitLine(t, lineInFlight, 1, waitFor)
-	e2e.WaitWatcher(t, clk, waitFor)
+	e2e.WaitWatcher(t, clk, waitFor) // the start returned; the watch runs
 	before := cc.reads.Load()
 
 	const subscribers = 25

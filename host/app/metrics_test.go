@@ -78,6 +78,30 @@ func (s scrape) value(name string, labels ...string) float64 {
 	return 0
 }
 
+// sum is the total of the counters and gauges of name whose labels
+// include where ("k=v" pairs).
+func (s scrape) sum(name string, where ...string) float64 {
+	var n float64
+	mf, ok := s[name]
+	if !ok {
+		return 0
+	}
+series:
+	for _, m := range mf.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		for _, kv := range where {
+			if k, v, _ := strings.Cut(kv, "="); labels[k] != v {
+				continue series
+			}
+		}
+		n += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	return n
+}
+
 // byLabel is every series of name as label value → value, for one label.
 func (s scrape) byLabel(name, label string, where ...string) map[string]float64 {
 	out := map[string]float64{}
@@ -143,7 +167,7 @@ func TestMetricsOverAWake(t *testing.T) {
 	if got := h.ask(t, "m", "message 1"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q", got)
 	}
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	e2e.WaitWatcher(t, clk, waitFor) // the start returned; the watch runs
 	mid := scrapeAt(t, h.Client, h.Base)
 	if diff := cmp.Diff(wantStates("waking"), mid.byLabel("wakeonchat_pod_state", "state", "pod=qwen")); diff != "" {
 		t.Errorf("pod_state while waking (-want +got):\n%s", diff)
@@ -159,7 +183,7 @@ func TestMetricsOverAWake(t *testing.T) {
 	if got := h.ask(t, "m", "message 4"); got != "echo: message 4" {
 		t.Fatalf("ask at +9m10s: %q, want the model's answer", got)
 	}
-	h.log.WaitLine(t, lineReady, 1, waitFor)
+	h.waitState(t, "ready")
 	// An answered turn is counted once it is stored, after its reply left;
 	// the session's next turn waits for that. A resume without a pending
 	// wake is that next turn (409), and adds a conflict.

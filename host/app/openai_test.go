@@ -364,8 +364,10 @@ func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
 		}
 		done <- r
 	}()
-	h.log.WaitLine(t, "openai request held for pod qwen", 1, waitFor)
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	// Held, and the start returned: the hold and the wake's watch wait on
+	// the clock.
+	awaitValue(t, h.Client, h.Base, 1, "wakeonchat_held_requests")
+	e2e.WaitWaiters(t, h.clock, 2, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests once held: %d, want 1", n)
 	}
@@ -379,7 +381,10 @@ func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
 	if done, cut := streamsEnded(t, s, 1); done != 1 || cut != 0 {
 		t.Errorf("the model answered %d streams and lost %d, want exactly 1 and 0: the held request ran once", done, cut)
 	}
-	h.log.WaitLine(t, "openai held request ran for pod qwen", 1, waitFor)
+	// The line is logged after the answer was written: the log is whole
+	// once the host stopped.
+	h.stop(t)
+	h.logged(t, "openai held request ran for pod qwen")
 }
 
 // Hold mode, non-streaming: the request that finds the pod asleep wakes it
@@ -407,8 +412,10 @@ func TestOpenAIHeldNonStreamingEndsInTheModelsAnswer(t *testing.T) {
 		}
 		done <- r
 	}()
-	h.log.WaitLine(t, "openai request held for pod qwen", 1, waitFor)
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	// Held, and the start returned: the hold and the wake's watch wait on
+	// the clock.
+	awaitValue(t, h.Client, h.Base, 1, "wakeonchat_held_requests")
+	e2e.WaitWaiters(t, h.clock, 2, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests once held: %d, want 1", n)
 	}
@@ -437,7 +444,10 @@ func TestOpenAIHeldNonStreamingEndsInTheModelsAnswer(t *testing.T) {
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests: %d, want 1", n)
 	}
-	h.log.WaitLine(t, "openai held request ran for pod qwen", 1, waitFor)
+	// The line is logged after the answer was written: the log is whole
+	// once the host stopped.
+	h.stop(t)
+	h.logged(t, "openai held request ran for pod qwen")
 	if n := len(h.log.Matching(t, "provider not ready for pod qwen (status EXITED) → wake")); n != 1 {
 		t.Errorf("%d wake decisions logged, want 1", n)
 	}
@@ -458,7 +468,7 @@ func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
 		_, err := c.Chat.Completions.New(ctx, userTurn("given up"))
 		left <- err
 	}()
-	h.log.WaitLine(t, "openai request held for pod qwen", 1, waitFor)
+	awaitValue(t, h.Client, h.Base, 1, "wakeonchat_held_requests")
 	cancel()
 	select {
 	case err := <-left:
@@ -468,7 +478,9 @@ func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
 	case <-time.After(waitFor):
 		t.Fatal("the SDK call did not end when its context was cancelled")
 	}
-	h.log.WaitLine(t, "openai held request dropped for pod qwen: the client left", 1, waitFor)
+	// The hold ends after it logged the drop.
+	awaitValue(t, h.Client, h.Base, 0, "wakeonchat_held_requests")
+	h.logged(t, "openai held request dropped for pod qwen: the client left")
 
 	type result struct {
 		content string
@@ -484,10 +496,10 @@ func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
 		}
 		again <- r
 	}()
-	h.log.WaitLine(t, "openai request held for pod qwen", 2, waitFor)
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
 	// The dropped hold's timer stays pending on the fake clock: three
-	// waiters with the new hold and the watch.
+	// waiters with the new hold and the watch, whose start returned.
+	awaitValue(t, h.Client, h.Base, 1, "wakeonchat_held_requests")
+	e2e.WaitWaiters(t, h.clock, 3, waitFor)
 	r, ok := stepUntil(h.clock, heldLimit, 30*time.Second, 3, again)
 	if !ok {
 		t.Fatalf("the request asked again did not end once the model was ready; the log:\n%s", h.log.Operator(t))
@@ -498,11 +510,17 @@ func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
 	if n := s.Completions(); n != 1 {
 		t.Errorf("the model answered %d completions, want 1: the request asked again, never the dropped one", n)
 	}
+	if n := s.StartRequests("qwen"); n != 1 {
+		t.Errorf("start requests: %d, want 1: the dropped request's wake went on and served the next", n)
+	}
+	// The ran line is logged after the answer was written: the log is
+	// whole once the host stopped.
+	h.stop(t)
 	if n := len(h.log.Matching(t, "openai held request ran")); n != 1 {
 		t.Errorf("%d held requests ran, want 1", n)
 	}
-	if n := s.StartRequests("qwen"); n != 1 {
-		t.Errorf("start requests: %d, want 1: the dropped request's wake went on and served the next", n)
+	if n := len(h.log.Matching(t, "openai request held for pod qwen")); n != 2 {
+		t.Errorf("%d requests held, want 2: the dropped one and the one asked again", n)
 	}
 }
 
@@ -597,7 +615,7 @@ func TestOneWakeForBothDoors(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("replies across both doors (-want +got):\n%s", diff)
 	}
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	e2e.WaitWatcher(t, h.clock, waitFor) // the start returned; the watch runs
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests: %d, want exactly 1", n)
 	}
@@ -617,7 +635,7 @@ func TestOpenAIEmptyKeysVariableRefusesAll(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized {
 		t.Errorf("models.list: %v, want a 401", err)
 	}
-	line := h.log.WaitLine(t, "openai door refuses every request", 1, waitFor)
+	line := h.logged(t, "openai door refuses every request") // logged by app.New
 	if line.Level != "ERROR" {
 		t.Errorf("the start-up line is %s, want ERROR", line.Level)
 	}
@@ -672,10 +690,7 @@ func TestOpenAICrossSiteSimplePostWakesNothing(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(got, e2e.ReplyWaking) {
 		t.Errorf("POST as application/json: %d %s, want the waking reply", status, got)
 	}
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
-	if n := s.StartRequests("qwen"); n != 1 {
-		t.Errorf("start requests after the JSON request: %d, want 1", n)
-	}
+	e2e.WaitCount(t, `StartRequests("qwen")`, 1, func() int { return s.StartRequests("qwen") }, waitFor)
 }
 
 // What bounds a stream is its silences, not its length: completion_timeout
@@ -715,7 +730,7 @@ func TestOpenAIStreamIsBoundedBySilences(t *testing.T) {
 	if chunks != 2 { // the role, "echo: "
 		t.Errorf("%d chunks before the error, want the model's 2", chunks)
 	}
-	line := h.log.WaitLine(t, "openai answer broke off", 1, waitFor)
+	line := h.logged(t, "openai answer broke off") // logged before the error event was written
 	if line.Level != "ERROR" {
 		t.Errorf("openai answer broke off at %s, want ERROR", line.Level)
 	}
@@ -778,7 +793,7 @@ func TestOpenAIModelRefusalIsNoOperatorError(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || !strings.Contains(apiErr.Message, "content is neither a string nor an array of parts") {
 		t.Fatalf("a malformed message: %v, want the model's 400", err)
 	}
-	line := h.log.WaitLine(t, "openai request rejected by the model", 1, waitFor)
+	line := h.logged(t, "openai request rejected by the model") // logged before the 400 was written
 	if line.Level != "INFO" {
 		t.Errorf("openai request rejected by the model at %s, want INFO", line.Level)
 	}

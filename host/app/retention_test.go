@@ -97,7 +97,7 @@ func TestSessionHistoryBounded(t *testing.T) {
 	if got := h.ask(t, "big", "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q, want %q", got, e2e.ReplyWaking)
 	}
-	stepUntilLine(t, clk, h.log, lineReady, time.Minute)
+	h.stepUntilState(t, "ready", time.Minute)
 	for i := range turns {
 		text := fmt.Sprintf("turn %d ", i) + strings.Repeat("x", message)
 		if got := h.ask(t, "big", text); got != "echo: "+text {

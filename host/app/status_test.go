@@ -94,7 +94,7 @@ func TestStatusPage(t *testing.T) {
 	if got := h.ask(t, "s1", "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q", got)
 	}
-	h.log.WaitLine(t, lineInFlight, 1, waitFor)
+	e2e.WaitWatcher(t, clk, waitFor) // the start returned; the watch runs
 	frag := h.page(t, "/status/pods/qwen")
 	for _, want := range []string{`data-state="waking"`, `<b>requested</b> 12:26:25 UTC`, `<b>running</b> <span class="meta">not yet</span>`, `~12:35:25 UTC`} {
 		if !strings.Contains(frag, want) {
@@ -224,7 +224,7 @@ api_keys_env = "WAKE_E2E_DOOR_KEYS"
 	if got := h.ask(t, "s1", question); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q", got)
 	}
-	h.log.WaitLine(t, lineInFlight, 1, waitFor)
+	e2e.WaitWatcher(t, clk, waitFor) // the start returned; the watch runs
 	fetchAll()
 	stepTo(t, clk, t0.Add(9*time.Minute), time.Minute)
 	waitFragment(t, h, `data-state="ready"`)
