@@ -18,6 +18,7 @@ import (
 // asleep pod through the real host and plugins: every one is answered 200,
 // exactly one of them wakes and the simulator sees exactly one start.
 func TestConcurrentAsksWakeOnce(t *testing.T) {
+	t.Parallel()
 	const asks = 500
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})

@@ -17,6 +17,7 @@ import (
 // until ready; one wakeMode "resume" runs the held prompt; a second resume
 // is refused.
 func TestWaitResume(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)

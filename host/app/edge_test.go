@@ -20,6 +20,7 @@ import (
 // later turn of the session; [agent] history_bytes keeps what is sent
 // small, so every turn answers.
 func TestLargeTurnsKeepTheSessionUsable(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	const session = "large"
@@ -47,6 +48,7 @@ func TestLargeTurnsKeepTheSessionUsable(t *testing.T) {
 // TestRefusalsBeforeTheHandlerAreJSON sends the host requests net/http
 // refuses by itself, over raw TCP: each answer is JSON, like every other.
 func TestRefusalsBeforeTheHandlerAreJSON(t *testing.T) {
+	t.Parallel()
 	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0)})
 	addr := strings.TrimPrefix(h.Base, "http://")
 	tests := []struct {

@@ -18,6 +18,7 @@ import (
 // /api/pods/qwen and the pod event stream all quote the measured figure;
 // and a restarted host on the same store still does.
 func TestMeasuredEstimate(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk, BootDelay: 3 * time.Minute, LoadDelay: time.Minute, IdleStop: 5 * time.Minute})
 	simURL := serveSim(t, s, s.Handler())

@@ -146,6 +146,7 @@ func ptr[T any](v T) *T { return &v }
 // the wake's watch reads them, with no poll of its own, and then resumes once
 // and gets the model's answer.
 func TestWaitEventsResume(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	const (
@@ -213,6 +214,7 @@ func (c *countingConductor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // exactly as often as the watch reads it, once a minute, while every
 // subscriber sees the pod become ready.
 func TestEventSubscribersCostNoLookups(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	cc := &countingConductor{sim: s}
@@ -257,6 +259,7 @@ func TestEventSubscribersCostNoLookups(t *testing.T) {
 // A host shutting down ends its open event streams, each with a last event
 // saying so, instead of waiting for them until the grace runs out.
 func TestShutdownEndsEventStreams(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	var streams []*eventStream
@@ -297,6 +300,7 @@ func TestShutdownEndsEventStreams(t *testing.T) {
 // keepalive comment: at 20ms, a stream carries several within a second
 // (the 15 s default would carry none).
 func TestEventsKeepaliveFromConfig(t *testing.T) {
+	t.Parallel()
 	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0), eventsKeepalive: 20 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()

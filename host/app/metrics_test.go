@@ -132,6 +132,7 @@ series:
 // clock: the pod's state, the wake's outcome and phases, the turns and the
 // conductor requests move as the host acts.
 func TestMetricsOverAWake(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
@@ -262,6 +263,7 @@ func awaitValue(t *testing.T, client *http.Client, base string, want float64, na
 // per open pod event stream and one per held OpenAI request, each gone when
 // its client leaves.
 func TestEventSubscribersGauge(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\""})
 	const subs, held = "wakeonchat_event_subscribers", "wakeonchat_held_requests"
 	first := scrapeAt(t, h.Client, h.Base)
@@ -311,6 +313,7 @@ func TestEventSubscribersGauge(t *testing.T) {
 // else but the pod event streams the page follows, and both stop with the
 // host.
 func TestAdminListen(t *testing.T) {
+	t.Parallel()
 	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0), adminListen: "127.0.0.1:0"})
 	admin := "http://" + h.App.AdminAddr()
 	if h.App.AdminAddr() == "" || h.App.AdminAddr() == h.App.Addr() {
@@ -387,6 +390,7 @@ func TestAdminListen(t *testing.T) {
 // conductor nothing), counted in event_subscribers, and ended, with its last
 // word, when the host shuts down.
 func TestAdminEventStream(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk, adminListen: "127.0.0.1:0"})
 	admin := "http://" + h.App.AdminAddr()
@@ -431,6 +435,7 @@ func TestAdminEventStream(t *testing.T) {
 // An admin_listen address that cannot be had stops start-up, naming the
 // key.
 func TestAdminListenInUse(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -212,6 +212,7 @@ func streamsEnded(t *testing.T, s *sim.Sim, n int) (done, cut int) {
 // GET /v1/models answers from config while the pod sleeps, and wakes
 // nothing.
 func TestOpenAIModelsWhileAsleep(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{})
 	page, err := c.Models.List(sdkContext(t))
 	if err != nil {
@@ -251,6 +252,7 @@ func TestOpenAIModelsWhileAsleep(t *testing.T) {
 // chunk), with the host's replies in the history left out of what the
 // model gets. One start request.
 func TestOpenAIWakeThroughTheSDK(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{})
 	s := h.sim(t)
 
@@ -298,6 +300,7 @@ func TestOpenAIWakeThroughTheSDK(t *testing.T) {
 
 // A model that stays up without answering is stuck, said the same way.
 func TestOpenAIStuckReply(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{})
 	h.sim(t).NeverReady("qwen", true)
 	askSDK(t, c, userTurn("hello"))
@@ -310,6 +313,7 @@ func TestOpenAIStuckReply(t *testing.T) {
 
 // A client that leaves mid-stream cancels the model's request at once.
 func TestOpenAIClientLeavesMidStream(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{})
 	s := h.sim(t)
 	wakeToReady(t, h, c)
@@ -338,6 +342,7 @@ func TestOpenAIClientLeavesMidStream(t *testing.T) {
 // held, with keepalives the SDK ignores, until the model is freshly ready;
 // it then runs once and the model's answer is the stream's.
 func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\"\nkeepalive = \"15s\""})
 	s := h.sim(t)
 
@@ -392,6 +397,7 @@ func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
 // freshly ready; it then runs once and the SDK call returns the model's
 // answer, not a status reply. One start request.
 func TestOpenAIHeldNonStreamingEndsInTheModelsAnswer(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\""})
 	s := h.sim(t)
 
@@ -458,6 +464,7 @@ func TestOpenAIHeldNonStreamingEndsInTheModelsAnswer(t *testing.T) {
 // it started goes on, and the request asked again (as the SDKs retry a
 // proxy's 504) is held on the same wake and gets the model's answer.
 func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\""})
 	s := h.sim(t)
 
@@ -527,6 +534,7 @@ func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
 // Auth on: the door wants one of the keys; off (every other test): any.
 // The keys reach no log.
 func TestOpenAIAuth(t *testing.T) {
+	t.Parallel()
 	const keys = "sk-door-5f1e2d3c, sk-door-9a8b7c6d"
 	opts := doorOptions{openai: `api_keys_env = "DOOR_KEYS"`, env: map[string]string{"DOOR_KEYS": keys}}
 	h, c := startDoor(t, opts)
@@ -552,6 +560,7 @@ func TestOpenAIAuth(t *testing.T) {
 // One burst across both doors at an asleep pod makes one wake: one start,
 // one waking reply, every other turn still waking.
 func TestOneWakeForBothDoors(t *testing.T) {
+	t.Parallel()
 	const each = 40
 	h, c := startDoor(t, doorOptions{})
 	h.Client.Transport = &http.Transport{MaxIdleConnsPerHost: 3 * each}
@@ -629,6 +638,7 @@ func jsonUnmarshal(raw string, v any) error { return json.Unmarshal([]byte(raw),
 // A keys variable that is named but empty refuses every request, and says
 // so once at start-up: a typo never leaves the door open.
 func TestOpenAIEmptyKeysVariableRefusesAll(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{openai: `api_keys_env = "DOOR_KEYS"`})
 	_, err := c.Models.List(sdkContext(t))
 	var apiErr *openaisdk.Error
@@ -650,6 +660,7 @@ func TestOpenAIEmptyKeysVariableRefusesAll(t *testing.T) {
 // does anything, even with every origin allowed: no completion, no start
 // request, the pod still asleep. The same body as JSON wakes it.
 func TestOpenAICrossSiteSimplePostWakesNothing(t *testing.T) {
+	t.Parallel()
 	h, _ := startDoor(t, doorOptions{openai: `cors_origins = ["*"]`})
 	s := h.sim(t)
 	const body = `{"model":"qwen","messages":[{"role":"user","content":"hello"}]}`
@@ -700,6 +711,7 @@ func TestOpenAICrossSiteSimplePostWakesNothing(t *testing.T) {
 // response, not a cut connection; an answer that keeps coming streams for
 // longer than completion_timeout, to its end.
 func TestOpenAIStreamIsBoundedBySilences(t *testing.T) {
+	t.Parallel()
 	const timeout = time.Second
 	h, c := startDoor(t, doorOptions{completionTimeout: timeout})
 	s := h.sim(t)
@@ -740,6 +752,7 @@ func TestOpenAIStreamIsBoundedBySilences(t *testing.T) {
 // streaming or not: a client that shows n answers shows the reply n times
 // rather than finding choices it asked for missing.
 func TestOpenAIReplyHasNChoices(t *testing.T) {
+	t.Parallel()
 	_, c := startDoor(t, doorOptions{})
 	p := userTurn("hello")
 	p.N = openaisdk.Int(3)
@@ -784,6 +797,7 @@ func TestOpenAIReplyHasNChoices(t *testing.T) {
 // string nor parts) is the client's mistake: the client gets the model's
 // 400, and the log says so at INFO, not as the operator's ERROR.
 func TestOpenAIModelRefusalIsNoOperatorError(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{})
 	wakeToReady(t, h, c)
 	bad := openaisdk.ChatCompletionNewParams{Model: "qwen"}

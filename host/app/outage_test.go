@@ -34,6 +34,7 @@ func (o *outageSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // generic 502 and wakes nothing. Once the conductor is back, the next turn
 // finds the pod stopped and wakes it.
 func TestConductorOutage(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	o := &outageSim{sim: s}

@@ -14,6 +14,7 @@ import (
 // gets its 404, re-resolves once, finds the pod EXITED and answers that the
 // last wake was ready and then stopped, waking it again.
 func TestReadyThenIdleStop(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
@@ -57,6 +58,7 @@ func TestReadyThenIdleStop(t *testing.T) {
 // (D12), and once the pod is down the next ask says the wake did not
 // complete and wakes again.
 func TestNeverReady(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)

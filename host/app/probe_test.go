@@ -58,6 +58,7 @@ func (n *noReadySince) count() int {
 // model (GET /v1/models), within a probe_interval of the model's first
 // answer and long before any turn, and then stops probing.
 func TestReadinessFromTheProbe(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	cond := &noReadySince{sim: s}

@@ -14,6 +14,7 @@ import (
 // still gets the waking reply, the operator an error line naming
 // RIG_WAKE_TOKEN, and the next ask says the wake was refused and wakes again.
 func TestRefusedStart(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)

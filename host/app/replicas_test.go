@@ -198,6 +198,8 @@ const (
 // open on the host that resumes, says when; when the host watching the wake
 // is killed, another takes the watch over and records the wake ready; and
 // one watch reads the pod per poll, not one per host.
+//
+// Not parallel: it counts the pod reads of real-time watch polls.
 func TestThreeReplicas(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	p := newSharedPod(t)
@@ -373,6 +375,8 @@ func (es *eventStream) nextState(t *testing.T, state string, d time.Duration) po
 // A's watch, is ready on B's, B's estimate is measured from the wake A
 // logged, B's status page lists it, and B's pod state metric follows while
 // only A counts the wake.
+//
+// Not parallel: it bounds how soon, in real time, B sees A's changes.
 func TestReplicaEvents(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	p := newSharedPod(t)

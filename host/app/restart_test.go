@@ -31,6 +31,7 @@ func startSim(t *testing.T, clk *clock.Fake) *sim.Sim {
 // the first host's wake, sends no second start, resumes the wake's watch and
 // records it ready.
 func TestRestartMidWake(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := startSim(t, clk)
 	o := hostOptions{

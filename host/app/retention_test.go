@@ -20,6 +20,7 @@ import (
 // pending wake older than wake_watch (default 35m) deletes both at start,
 // on its clock, says so in one "store pruned" line, and keeps the rest.
 func TestHostPrunesStoreAtStart(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	path := filepath.Join(dataDir, "wake.db")
 	put := func(at time.Time, do func(s *store.Store) error) {
@@ -79,6 +80,7 @@ func TestHostPrunesStoreAtStart(t *testing.T) {
 // store keeps only the newest turns that fit, and bbolt reuses the pages of
 // the ones it deletes.
 func TestSessionHistoryBounded(t *testing.T) {
+	t.Parallel()
 	const (
 		budget  = 256 << 10
 		message = 100 << 10

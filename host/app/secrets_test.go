@@ -72,6 +72,7 @@ func (r *recordingSim) requests() []seenRequest {
 // conductor and the model where they belong and appear in no log line (at
 // every level, the plugins' own lines included) and no response body.
 func TestSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	rec := &recordingSim{sim: s}

@@ -50,6 +50,7 @@ func (h *testHost) page(t *testing.T, path string) string {
 // its JSON 404, and the page follows a wake from asleep to ready with the
 // machine's state and replies, then charts the wake.
 func TestStatusPage(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 
@@ -151,6 +152,7 @@ func waitFragment(t *testing.T, h *testHost, want string) string {
 // wake and answers a turn, and nothing of it is on the page, its fragments
 // or its assets.
 func TestStatusPageKeepsSecrets(t *testing.T) {
+	t.Parallel()
 	const (
 		conductorPath = "/rig-internal-7f3a"
 		backupURL     = "https://llm-backup.internal.example/v1"

@@ -13,6 +13,7 @@ import (
 // the simulator, on a fake clock: asleep → waking → model loading → ready,
 // with exactly one start request, and the wake's watch recording ready.
 func TestTimeline20260909(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
