@@ -190,6 +190,7 @@ func corruptions(g goodStore) []corruption {
 // with one line that names the file, says it is corrupt and says what to
 // do. None may crash the test binary (SIGBUS, a bbolt assertion) or open.
 func TestOpenRefusesCorruptStore(t *testing.T) {
+	t.Parallel()
 	g := makeGoodStore(t)
 	for _, c := range corruptions(g) {
 		t.Run(c.name, func(t *testing.T) {
@@ -228,6 +229,7 @@ func checkCorruptError(t *testing.T, err error, path string) {
 // TestOpenAcceptsHarmlessDamage: damage bbolt recovers from, or that touches
 // nothing the store uses, opens, and every record is still there.
 func TestOpenAcceptsHarmlessDamage(t *testing.T) {
+	t.Parallel()
 	g := makeGoodStore(t)
 	free := -1
 	for id, n := 2, 0; id < g.hwm; id++ {
@@ -275,6 +277,7 @@ func TestOpenAcceptsHarmlessDamage(t *testing.T) {
 // store either refuses to open with ErrCorrupt, or opens and every record
 // in it can be read.
 func TestOpenNeverCrashes(t *testing.T) {
+	t.Parallel()
 	g := makeGoodStore(t)
 	refused := 0
 	for seed := range uint64(200) {
@@ -308,6 +311,7 @@ func TestOpenNeverCrashes(t *testing.T) {
 // store and lose every record without a word; Open refuses it, while an
 // absent file is created.
 func TestOpenRefusesEmptyFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "wake.db")
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -328,6 +332,7 @@ func TestOpenRefusesEmptyFile(t *testing.T) {
 // over the tree finds nothing wrong, bbolt's check finds the page both used
 // and free, which would have bbolt hand it out again and overwrite it.
 func TestOpenRunsBboltCheck(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "wake.db")
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
