@@ -312,6 +312,29 @@ func (h *testHost) stepUntilState(t *testing.T, state string, step time.Duration
 	}
 }
 
+// stepUntilLine advances the fake clock by step each time the wake's watch
+// waits on it, until a log line starts with prefix; it returns that line.
+// It synchronises on log text: a new test waits on stepUntilState (the
+// pod's event), and checks a line it pins once the event followed it.
+func stepUntilLine(t *testing.T, c *clock.Fake, logs *e2e.Log, prefix string, step time.Duration) e2e.Line {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for {
+		if got := logs.Matching(t, prefix); len(got) > 0 {
+			return got[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line starting %q after %v (clock at %s); the log:\n%s",
+				prefix, waitFor, c.Now().Format(time.TimeOnly), logs.String())
+		}
+		if c.Waiters() > 0 {
+			c.Advance(step)
+			continue
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // stop shuts the host down and fails the test if that fails. Once it
 // returned, every wake's start and watch has returned too, so the log is
 // whole: the place to check a line that is logged after the change it
