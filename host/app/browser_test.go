@@ -46,6 +46,7 @@ const watchStates = `(() => {
 // WAKE_KEEP_SCREENSHOTS=1), and copies the one of the second wake to
 // $WAKE_STATUS_SCREENSHOT when that is set (make screenshot).
 func TestStatusPageInBrowser(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	b := browser.New(t)

@@ -18,6 +18,7 @@ import (
 // asleep pod through the real host and plugins: every one is answered 200,
 // exactly one of them wakes and the simulator sees exactly one start.
 func TestConcurrentAsksWakeOnce(t *testing.T) {
+	t.Parallel()
 	const asks = 500
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
@@ -75,7 +76,9 @@ func TestConcurrentAsksWakeOnce(t *testing.T) {
 		t.Errorf("replies (-want +got):\n%s", diff)
 	}
 
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	// The start returned and the wake's watch waits on the clock; the
+	// start's line was logged before the watch began.
+	e2e.WaitWatcher(t, h.clock, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests: %d, want 1", n)
 	}

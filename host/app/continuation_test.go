@@ -17,6 +17,7 @@ import (
 // until ready; one wakeMode "resume" runs the held prompt; a second resume
 // is refused.
 func TestWaitResume(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
@@ -34,7 +35,8 @@ func TestWaitResume(t *testing.T) {
 		pw.WakeRequestedAt == nil || !pw.WakeRequestedAt.Equal(t0) {
 		t.Errorf("pendingWake %s\nwant a key, pod and provider qwen, state waking, wakeRequestedAt %s", raw, t0.Format(time.RFC3339))
 	}
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	// The start returned and the wake's watch waits on the clock.
+	e2e.WaitWatcher(t, clk, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Fatalf("start requests after the wait turn: %d, want 1", n)
 	}

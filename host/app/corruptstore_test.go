@@ -23,6 +23,7 @@ import (
 // empty, not a bbolt file or has garbage in its pages exits 1 with one line
 // on stderr that names the file and what to do; no crash, no trace.
 func TestWakehostRefusesCorruptStore(t *testing.T) {
+	t.Parallel()
 	good, used := goodStoreFile(t)
 	pageSize := os.Getpagesize() // bbolt's page size for a new file
 	garbage := func(data []byte, pages ...int) []byte {

@@ -20,6 +20,7 @@ import (
 // later turn of the session; [agent] history_bytes keeps what is sent
 // small, so every turn answers.
 func TestLargeTurnsKeepTheSessionUsable(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	const session = "large"
@@ -27,9 +28,8 @@ func TestLargeTurnsKeepTheSessionUsable(t *testing.T) {
 	if got := h.ask(t, session, "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	h.log.WaitLine(t, lineInFlight, 1, waitFor)
 	stepTo(t, clk, t0.Add(9*time.Minute), time.Minute)
-	h.log.WaitLine(t, lineReady, 1, waitFor)
+	h.waitState(t, "ready")
 
 	for i, c := range []string{"a", "b", "c"} {
 		large := strings.Repeat(c, 700<<10)
@@ -48,6 +48,7 @@ func TestLargeTurnsKeepTheSessionUsable(t *testing.T) {
 // TestRefusalsBeforeTheHandlerAreJSON sends the host requests net/http
 // refuses by itself, over raw TCP: each answer is JSON, like every other.
 func TestRefusalsBeforeTheHandlerAreJSON(t *testing.T) {
+	t.Parallel()
 	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0)})
 	addr := strings.TrimPrefix(h.Base, "http://")
 	tests := []struct {

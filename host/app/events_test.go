@@ -120,7 +120,12 @@ func (es *eventStream) next(t *testing.T) streamEvent {
 // nextPod is the next event, which must be a pod event.
 func (es *eventStream) nextPod(t *testing.T) podEvent {
 	t.Helper()
-	e := es.next(t)
+	return decodePodEvent(t, es.next(t))
+}
+
+// decodePodEvent is e's data, which must be a pod event.
+func decodePodEvent(t *testing.T, e streamEvent) podEvent {
+	t.Helper()
 	if e.Name != "" {
 		t.Fatalf("event %q %s, want a pod event", e.Name, e.Data)
 	}
@@ -141,6 +146,7 @@ func ptr[T any](v T) *T { return &v }
 // the wake's watch reads them, with no poll of its own, and then resumes once
 // and gets the model's answer.
 func TestWaitEventsResume(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	const (
@@ -154,7 +160,6 @@ func TestWaitEventsResume(t *testing.T) {
 	if r.PendingWake.Events != "/api/pods/qwen/events" {
 		t.Fatalf("pendingWake.events %q, want /api/pods/qwen/events", r.PendingWake.Events)
 	}
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
 
 	stream := h.openEvents(t, r.PendingWake.Events)
 	got := []podEvent{stream.nextPod(t)}
@@ -209,6 +214,7 @@ func (c *countingConductor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // exactly as often as the watch reads it, once a minute, while every
 // subscriber sees the pod become ready.
 func TestEventSubscribersCostNoLookups(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	cc := &countingConductor{sim: s}
@@ -222,8 +228,7 @@ func TestEventSubscribersCostNoLookups(t *testing.T) {
 	if got := h.ask(t, "asker", "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q, want the waking reply", got)
 	}
-	h.log.WaitLine(t, lineInFlight, 1, waitFor)
-	e2e.WaitWatcher(t, clk, waitFor)
+	e2e.WaitWatcher(t, clk, waitFor) // the start returned; the watch runs
 	before := cc.reads.Load()
 
 	const subscribers = 25
@@ -254,6 +259,7 @@ func TestEventSubscribersCostNoLookups(t *testing.T) {
 // A host shutting down ends its open event streams, each with a last event
 // saying so, instead of waiting for them until the grace runs out.
 func TestShutdownEndsEventStreams(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	var streams []*eventStream
@@ -294,6 +300,7 @@ func TestShutdownEndsEventStreams(t *testing.T) {
 // keepalive comment: at 20ms, a stream carries several within a second
 // (the 15 s default would carry none).
 func TestEventsKeepaliveFromConfig(t *testing.T) {
+	t.Parallel()
 	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0), eventsKeepalive: 20 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()

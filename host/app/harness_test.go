@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -265,8 +266,56 @@ func stepTo(t *testing.T, c *clock.Fake, target time.Time, step time.Duration) {
 	}
 }
 
+// waitState waits until GET /api/pods/qwen/events pushes the pod in state
+// (its first event is the pod as it is now) and returns that event. The
+// stream is the hub's: opening it reads nothing from the conductor.
+func (h *testHost) waitState(t *testing.T, state string) podEvent {
+	t.Helper()
+	es := h.openEvents(t, "/api/pods/qwen/events")
+	defer es.close()
+	for {
+		if e := es.nextPod(t); e.State == state {
+			return e
+		}
+	}
+}
+
+// stepUntilState advances the fake clock by step each time the wake's
+// watch waits on it, until the pod's event stream pushes the pod in state;
+// it returns that event. Each step, and the event after the last, must
+// come within waitFor.
+func (h *testHost) stepUntilState(t *testing.T, state string, step time.Duration) podEvent {
+	t.Helper()
+	es := h.openEvents(t, "/api/pods/qwen/events")
+	defer es.close()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		waiting := make(chan error, 1)
+		go func() { waiting <- h.clock.BlockUntilWaiters(ctx, 1) }()
+		select {
+		case e, ok := <-es.events:
+			cancel()
+			<-waiting
+			if !ok {
+				t.Fatalf("the event stream ended before the pod was %s (clock at %s)", state, h.clock.Now().Format(time.TimeOnly))
+			}
+			if p := decodePodEvent(t, e); p.State == state {
+				return p
+			}
+		case err := <-waiting:
+			cancel()
+			if err != nil {
+				t.Fatalf("the pod is not %s and nothing waits on the fake clock after %v (clock at %s)", state, waitFor, h.clock.Now().Format(time.TimeOnly))
+			}
+			h.clock.Advance(step)
+		}
+	}
+}
+
 // stepUntilLine advances the fake clock by step each time the wake's watch
 // waits on it, until a log line starts with prefix; it returns that line.
+// It synchronises on log text: a new test waits on stepUntilState (the
+// pod's event), and checks a line it pins once the event followed it.
 func stepUntilLine(t *testing.T, c *clock.Fake, logs *e2e.Log, prefix string, step time.Duration) e2e.Line {
 	t.Helper()
 	deadline := time.Now().Add(waitFor)
@@ -284,6 +333,29 @@ func stepUntilLine(t *testing.T, c *clock.Fake, logs *e2e.Log, prefix string, st
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// stop shuts the host down and fails the test if that fails. Once it
+// returned, every wake's start and watch has returned too, so the log is
+// whole: the place to check a line that is logged after the change it
+// reports.
+func (h *testHost) stop(t *testing.T) {
+	t.Helper()
+	if err := h.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+}
+
+// logged is the first log line starting with prefix, which must be there
+// already: the log as it is now, nothing waited for. Call it after the
+// event that follows the line.
+func (h *testHost) logged(t *testing.T, prefix string) e2e.Line {
+	t.Helper()
+	got := h.log.Matching(t, prefix)
+	if len(got) == 0 {
+		t.Fatalf("no log line starts %q; the log:\n%s", prefix, h.log)
+	}
+	return got[0]
 }
 
 // hasURL reports whether s carries anything that looks like a URL.

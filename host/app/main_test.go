@@ -20,12 +20,11 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, cleanup, err := e2e.BuildBinaries("./host/app/testdata/oldplugin")
+	dir, err := e2e.BuildBinaries("./host/app/testdata/oldplugin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "app e2e tests:", err)
 		return 1
 	}
-	defer cleanup()
 	binDir = dir
 	return m.Run()
 }

@@ -78,6 +78,30 @@ func (s scrape) value(name string, labels ...string) float64 {
 	return 0
 }
 
+// sum is the total of the counters and gauges of name whose labels
+// include where ("k=v" pairs).
+func (s scrape) sum(name string, where ...string) float64 {
+	var n float64
+	mf, ok := s[name]
+	if !ok {
+		return 0
+	}
+series:
+	for _, m := range mf.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		for _, kv := range where {
+			if k, v, _ := strings.Cut(kv, "="); labels[k] != v {
+				continue series
+			}
+		}
+		n += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	return n
+}
+
 // byLabel is every series of name as label value → value, for one label.
 func (s scrape) byLabel(name, label string, where ...string) map[string]float64 {
 	out := map[string]float64{}
@@ -108,6 +132,7 @@ series:
 // clock: the pod's state, the wake's outcome and phases, the turns and the
 // conductor requests move as the host acts.
 func TestMetricsOverAWake(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
@@ -143,7 +168,7 @@ func TestMetricsOverAWake(t *testing.T) {
 	if got := h.ask(t, "m", "message 1"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q", got)
 	}
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	e2e.WaitWatcher(t, clk, waitFor) // the start returned; the watch runs
 	mid := scrapeAt(t, h.Client, h.Base)
 	if diff := cmp.Diff(wantStates("waking"), mid.byLabel("wakeonchat_pod_state", "state", "pod=qwen")); diff != "" {
 		t.Errorf("pod_state while waking (-want +got):\n%s", diff)
@@ -159,7 +184,7 @@ func TestMetricsOverAWake(t *testing.T) {
 	if got := h.ask(t, "m", "message 4"); got != "echo: message 4" {
 		t.Fatalf("ask at +9m10s: %q, want the model's answer", got)
 	}
-	h.log.WaitLine(t, lineReady, 1, waitFor)
+	h.waitState(t, "ready")
 	// An answered turn is counted once it is stored, after its reply left;
 	// the session's next turn waits for that. A resume without a pending
 	// wake is that next turn (409), and adds a conflict.
@@ -238,6 +263,7 @@ func awaitValue(t *testing.T, client *http.Client, base string, want float64, na
 // per open pod event stream and one per held OpenAI request, each gone when
 // its client leaves.
 func TestEventSubscribersGauge(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\""})
 	const subs, held = "wakeonchat_event_subscribers", "wakeonchat_held_requests"
 	first := scrapeAt(t, h.Client, h.Base)
@@ -287,6 +313,7 @@ func TestEventSubscribersGauge(t *testing.T) {
 // else but the pod event streams the page follows, and both stop with the
 // host.
 func TestAdminListen(t *testing.T) {
+	t.Parallel()
 	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0), adminListen: "127.0.0.1:0"})
 	admin := "http://" + h.App.AdminAddr()
 	if h.App.AdminAddr() == "" || h.App.AdminAddr() == h.App.Addr() {
@@ -363,6 +390,7 @@ func TestAdminListen(t *testing.T) {
 // conductor nothing), counted in event_subscribers, and ended, with its last
 // word, when the host shuts down.
 func TestAdminEventStream(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk, adminListen: "127.0.0.1:0"})
 	admin := "http://" + h.App.AdminAddr()
@@ -407,6 +435,7 @@ func TestAdminEventStream(t *testing.T) {
 // An admin_listen address that cannot be had stops start-up, naming the
 // key.
 func TestAdminListenInUse(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -212,6 +212,7 @@ func streamsEnded(t *testing.T, s *sim.Sim, n int) (done, cut int) {
 // GET /v1/models answers from config while the pod sleeps, and wakes
 // nothing.
 func TestOpenAIModelsWhileAsleep(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{})
 	page, err := c.Models.List(sdkContext(t))
 	if err != nil {
@@ -251,6 +252,7 @@ func TestOpenAIModelsWhileAsleep(t *testing.T) {
 // chunk), with the host's replies in the history left out of what the
 // model gets. One start request.
 func TestOpenAIWakeThroughTheSDK(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{})
 	s := h.sim(t)
 
@@ -298,6 +300,7 @@ func TestOpenAIWakeThroughTheSDK(t *testing.T) {
 
 // A model that stays up without answering is stuck, said the same way.
 func TestOpenAIStuckReply(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{})
 	h.sim(t).NeverReady("qwen", true)
 	askSDK(t, c, userTurn("hello"))
@@ -310,6 +313,7 @@ func TestOpenAIStuckReply(t *testing.T) {
 
 // A client that leaves mid-stream cancels the model's request at once.
 func TestOpenAIClientLeavesMidStream(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{})
 	s := h.sim(t)
 	wakeToReady(t, h, c)
@@ -338,6 +342,7 @@ func TestOpenAIClientLeavesMidStream(t *testing.T) {
 // held, with keepalives the SDK ignores, until the model is freshly ready;
 // it then runs once and the model's answer is the stream's.
 func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\"\nkeepalive = \"15s\""})
 	s := h.sim(t)
 
@@ -364,8 +369,10 @@ func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
 		}
 		done <- r
 	}()
-	h.log.WaitLine(t, "openai request held for pod qwen", 1, waitFor)
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	// Held, and the start returned: the hold and the wake's watch wait on
+	// the clock.
+	awaitValue(t, h.Client, h.Base, 1, "wakeonchat_held_requests")
+	e2e.WaitWaiters(t, h.clock, 2, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests once held: %d, want 1", n)
 	}
@@ -379,7 +386,10 @@ func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
 	if done, cut := streamsEnded(t, s, 1); done != 1 || cut != 0 {
 		t.Errorf("the model answered %d streams and lost %d, want exactly 1 and 0: the held request ran once", done, cut)
 	}
-	h.log.WaitLine(t, "openai held request ran for pod qwen", 1, waitFor)
+	// The line is logged after the answer was written: the log is whole
+	// once the host stopped.
+	h.stop(t)
+	h.logged(t, "openai held request ran for pod qwen")
 }
 
 // Hold mode, non-streaming: the request that finds the pod asleep wakes it
@@ -387,6 +397,7 @@ func TestOpenAIHoldEndsInTheModelsAnswer(t *testing.T) {
 // freshly ready; it then runs once and the SDK call returns the model's
 // answer, not a status reply. One start request.
 func TestOpenAIHeldNonStreamingEndsInTheModelsAnswer(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\""})
 	s := h.sim(t)
 
@@ -407,8 +418,10 @@ func TestOpenAIHeldNonStreamingEndsInTheModelsAnswer(t *testing.T) {
 		}
 		done <- r
 	}()
-	h.log.WaitLine(t, "openai request held for pod qwen", 1, waitFor)
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	// Held, and the start returned: the hold and the wake's watch wait on
+	// the clock.
+	awaitValue(t, h.Client, h.Base, 1, "wakeonchat_held_requests")
+	e2e.WaitWaiters(t, h.clock, 2, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests once held: %d, want 1", n)
 	}
@@ -437,7 +450,10 @@ func TestOpenAIHeldNonStreamingEndsInTheModelsAnswer(t *testing.T) {
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests: %d, want 1", n)
 	}
-	h.log.WaitLine(t, "openai held request ran for pod qwen", 1, waitFor)
+	// The line is logged after the answer was written: the log is whole
+	// once the host stopped.
+	h.stop(t)
+	h.logged(t, "openai held request ran for pod qwen")
 	if n := len(h.log.Matching(t, "provider not ready for pod qwen (status EXITED) → wake")); n != 1 {
 		t.Errorf("%d wake decisions logged, want 1", n)
 	}
@@ -448,6 +464,7 @@ func TestOpenAIHeldNonStreamingEndsInTheModelsAnswer(t *testing.T) {
 // it started goes on, and the request asked again (as the SDKs retry a
 // proxy's 504) is held on the same wake and gets the model's answer.
 func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{openai: "cold_start = \"hold\"\nhold_max = \"20m\""})
 	s := h.sim(t)
 
@@ -458,7 +475,7 @@ func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
 		_, err := c.Chat.Completions.New(ctx, userTurn("given up"))
 		left <- err
 	}()
-	h.log.WaitLine(t, "openai request held for pod qwen", 1, waitFor)
+	awaitValue(t, h.Client, h.Base, 1, "wakeonchat_held_requests")
 	cancel()
 	select {
 	case err := <-left:
@@ -468,7 +485,9 @@ func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
 	case <-time.After(waitFor):
 		t.Fatal("the SDK call did not end when its context was cancelled")
 	}
-	h.log.WaitLine(t, "openai held request dropped for pod qwen: the client left", 1, waitFor)
+	// The hold ends after it logged the drop.
+	awaitValue(t, h.Client, h.Base, 0, "wakeonchat_held_requests")
+	h.logged(t, "openai held request dropped for pod qwen: the client left")
 
 	type result struct {
 		content string
@@ -484,10 +503,10 @@ func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
 		}
 		again <- r
 	}()
-	h.log.WaitLine(t, "openai request held for pod qwen", 2, waitFor)
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
 	// The dropped hold's timer stays pending on the fake clock: three
-	// waiters with the new hold and the watch.
+	// waiters with the new hold and the watch, whose start returned.
+	awaitValue(t, h.Client, h.Base, 1, "wakeonchat_held_requests")
+	e2e.WaitWaiters(t, h.clock, 3, waitFor)
 	r, ok := stepUntil(h.clock, heldLimit, 30*time.Second, 3, again)
 	if !ok {
 		t.Fatalf("the request asked again did not end once the model was ready; the log:\n%s", h.log.Operator(t))
@@ -498,17 +517,24 @@ func TestOpenAIHeldNonStreamingClientLeaves(t *testing.T) {
 	if n := s.Completions(); n != 1 {
 		t.Errorf("the model answered %d completions, want 1: the request asked again, never the dropped one", n)
 	}
+	if n := s.StartRequests("qwen"); n != 1 {
+		t.Errorf("start requests: %d, want 1: the dropped request's wake went on and served the next", n)
+	}
+	// The ran line is logged after the answer was written: the log is
+	// whole once the host stopped.
+	h.stop(t)
 	if n := len(h.log.Matching(t, "openai held request ran")); n != 1 {
 		t.Errorf("%d held requests ran, want 1", n)
 	}
-	if n := s.StartRequests("qwen"); n != 1 {
-		t.Errorf("start requests: %d, want 1: the dropped request's wake went on and served the next", n)
+	if n := len(h.log.Matching(t, "openai request held for pod qwen")); n != 2 {
+		t.Errorf("%d requests held, want 2: the dropped one and the one asked again", n)
 	}
 }
 
 // Auth on: the door wants one of the keys; off (every other test): any.
 // The keys reach no log.
 func TestOpenAIAuth(t *testing.T) {
+	t.Parallel()
 	const keys = "sk-door-5f1e2d3c, sk-door-9a8b7c6d"
 	opts := doorOptions{openai: `api_keys_env = "DOOR_KEYS"`, env: map[string]string{"DOOR_KEYS": keys}}
 	h, c := startDoor(t, opts)
@@ -534,6 +560,7 @@ func TestOpenAIAuth(t *testing.T) {
 // One burst across both doors at an asleep pod makes one wake: one start,
 // one waking reply, every other turn still waking.
 func TestOneWakeForBothDoors(t *testing.T) {
+	t.Parallel()
 	const each = 40
 	h, c := startDoor(t, doorOptions{})
 	h.Client.Transport = &http.Transport{MaxIdleConnsPerHost: 3 * each}
@@ -597,7 +624,7 @@ func TestOneWakeForBothDoors(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("replies across both doors (-want +got):\n%s", diff)
 	}
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	e2e.WaitWatcher(t, h.clock, waitFor) // the start returned; the watch runs
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests: %d, want exactly 1", n)
 	}
@@ -611,13 +638,14 @@ func jsonUnmarshal(raw string, v any) error { return json.Unmarshal([]byte(raw),
 // A keys variable that is named but empty refuses every request, and says
 // so once at start-up: a typo never leaves the door open.
 func TestOpenAIEmptyKeysVariableRefusesAll(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{openai: `api_keys_env = "DOOR_KEYS"`})
 	_, err := c.Models.List(sdkContext(t))
 	var apiErr *openaisdk.Error
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusUnauthorized {
 		t.Errorf("models.list: %v, want a 401", err)
 	}
-	line := h.log.WaitLine(t, "openai door refuses every request", 1, waitFor)
+	line := h.logged(t, "openai door refuses every request") // logged by app.New
 	if line.Level != "ERROR" {
 		t.Errorf("the start-up line is %s, want ERROR", line.Level)
 	}
@@ -632,6 +660,7 @@ func TestOpenAIEmptyKeysVariableRefusesAll(t *testing.T) {
 // does anything, even with every origin allowed: no completion, no start
 // request, the pod still asleep. The same body as JSON wakes it.
 func TestOpenAICrossSiteSimplePostWakesNothing(t *testing.T) {
+	t.Parallel()
 	h, _ := startDoor(t, doorOptions{openai: `cors_origins = ["*"]`})
 	s := h.sim(t)
 	const body = `{"model":"qwen","messages":[{"role":"user","content":"hello"}]}`
@@ -672,10 +701,7 @@ func TestOpenAICrossSiteSimplePostWakesNothing(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(got, e2e.ReplyWaking) {
 		t.Errorf("POST as application/json: %d %s, want the waking reply", status, got)
 	}
-	h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
-	if n := s.StartRequests("qwen"); n != 1 {
-		t.Errorf("start requests after the JSON request: %d, want 1", n)
-	}
+	e2e.WaitCount(t, `StartRequests("qwen")`, 1, func() int { return s.StartRequests("qwen") }, waitFor)
 }
 
 // What bounds a stream is its silences, not its length: completion_timeout
@@ -685,6 +711,7 @@ func TestOpenAICrossSiteSimplePostWakesNothing(t *testing.T) {
 // response, not a cut connection; an answer that keeps coming streams for
 // longer than completion_timeout, to its end.
 func TestOpenAIStreamIsBoundedBySilences(t *testing.T) {
+	t.Parallel()
 	const timeout = time.Second
 	h, c := startDoor(t, doorOptions{completionTimeout: timeout})
 	s := h.sim(t)
@@ -715,7 +742,7 @@ func TestOpenAIStreamIsBoundedBySilences(t *testing.T) {
 	if chunks != 2 { // the role, "echo: "
 		t.Errorf("%d chunks before the error, want the model's 2", chunks)
 	}
-	line := h.log.WaitLine(t, "openai answer broke off", 1, waitFor)
+	line := h.logged(t, "openai answer broke off") // logged before the error event was written
 	if line.Level != "ERROR" {
 		t.Errorf("openai answer broke off at %s, want ERROR", line.Level)
 	}
@@ -725,6 +752,7 @@ func TestOpenAIStreamIsBoundedBySilences(t *testing.T) {
 // streaming or not: a client that shows n answers shows the reply n times
 // rather than finding choices it asked for missing.
 func TestOpenAIReplyHasNChoices(t *testing.T) {
+	t.Parallel()
 	_, c := startDoor(t, doorOptions{})
 	p := userTurn("hello")
 	p.N = openaisdk.Int(3)
@@ -769,6 +797,7 @@ func TestOpenAIReplyHasNChoices(t *testing.T) {
 // string nor parts) is the client's mistake: the client gets the model's
 // 400, and the log says so at INFO, not as the operator's ERROR.
 func TestOpenAIModelRefusalIsNoOperatorError(t *testing.T) {
+	t.Parallel()
 	h, c := startDoor(t, doorOptions{})
 	wakeToReady(t, h, c)
 	bad := openaisdk.ChatCompletionNewParams{Model: "qwen"}
@@ -778,7 +807,7 @@ func TestOpenAIModelRefusalIsNoOperatorError(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.StatusCode != http.StatusBadRequest || !strings.Contains(apiErr.Message, "content is neither a string nor an array of parts") {
 		t.Fatalf("a malformed message: %v, want the model's 400", err)
 	}
-	line := h.log.WaitLine(t, "openai request rejected by the model", 1, waitFor)
+	line := h.logged(t, "openai request rejected by the model") // logged before the 400 was written
 	if line.Level != "INFO" {
 		t.Errorf("openai request rejected by the model at %s, want INFO", line.Level)
 	}

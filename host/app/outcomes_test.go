@@ -14,6 +14,7 @@ import (
 // gets its 404, re-resolves once, finds the pod EXITED and answers that the
 // last wake was ready and then stopped, waking it again.
 func TestReadyThenIdleStop(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
@@ -22,9 +23,8 @@ func TestReadyThenIdleStop(t *testing.T) {
 	if got := h.ask(t, session, "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	h.log.WaitLine(t, lineInFlight, 1, waitFor)
 	stepTo(t, clk, t0.Add(9*time.Minute), time.Minute)
-	h.log.WaitLine(t, lineReady, 1, waitFor)
+	h.waitState(t, "ready")
 	if got, want := h.ask(t, session, "ready?"), "echo: ready?"; got != want {
 		t.Fatalf("ask once ready: reply %q, want %q", got, want)
 	}
@@ -43,10 +43,7 @@ func TestReadyThenIdleStop(t *testing.T) {
 	if n := s.CompletionsTurnedAway(http.StatusNotFound); n == 0 {
 		t.Errorf("no completion answered 404 after the idle stop: the held proxy URL was not tried (D6)")
 	}
-	h.log.WaitLine(t, "wake requested for pod qwen", 2, waitFor)
-	if n := s.StartRequests("qwen"); n != 2 {
-		t.Errorf("start requests: %d, want 2", n)
-	}
+	e2e.WaitCount(t, `StartRequests("qwen")`, 2, func() int { return s.StartRequests("qwen") }, waitFor)
 	p, raw := h.pod(t)
 	if p.State != "waking" || p.Outcome != nil || p.Ready ||
 		p.WakeRequestedAt == nil || !p.WakeRequestedAt.Equal(t0.Add(25*time.Minute)) {
@@ -61,6 +58,7 @@ func TestReadyThenIdleStop(t *testing.T) {
 // (D12), and once the pod is down the next ask says the wake did not
 // complete and wakes again.
 func TestNeverReady(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
@@ -70,7 +68,6 @@ func TestNeverReady(t *testing.T) {
 	if got := h.ask(t, session, "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	h.log.WaitLine(t, lineInFlight, 1, waitFor)
 
 	stepTo(t, clk, t0.Add(10*time.Minute), time.Minute)
 	if got, want := h.ask(t, session, "now?"), replyLoadingWaking(10); got != want {
@@ -81,14 +78,12 @@ func TestNeverReady(t *testing.T) {
 	if got := h.ask(t, session, "now?"); got != want {
 		t.Errorf("ask at +20m: reply %q, want %q", got, want)
 	}
-	if l := h.log.WaitLine(t, "provider not ready for pod qwen (status RUNNING, model loading) → wait — STUCK", 1, waitFor); l.Level != "ERROR" {
+	// The turn's decision is logged before its reply is written.
+	if l := h.logged(t, "provider not ready for pod qwen (status RUNNING, model loading) → wait — STUCK"); l.Level != "ERROR" {
 		t.Errorf("stuck line at %s, want ERROR", l.Level)
 	}
 
-	never := stepUntilLine(t, clk, h.log, "wake never-ready for pod qwen", time.Minute)
-	if want := "wake never-ready for pod qwen: not ready 35 min after the request at 12:26 UTC"; never.Msg != want || never.Level != "ERROR" {
-		t.Errorf("never-ready line: %s %q, want ERROR %q", never.Level, never.Msg, want)
-	}
+	h.stepUntilState(t, "never-ready", time.Minute)
 	p, raw := h.pod(t)
 	if p.State != "never-ready" || p.Outcome == nil || *p.Outcome != "never-ready" || p.Ready {
 		t.Errorf("GET /api/pods/qwen after the watch: %s\nwant state and outcome never-ready, not ready", raw)
@@ -105,8 +100,13 @@ func TestNeverReady(t *testing.T) {
 	if got := h.ask(t, session, "again?"); got != want {
 		t.Errorf("ask after never-ready: reply %q, want %q", got, want)
 	}
-	h.log.WaitLine(t, "wake requested for pod qwen", 2, waitFor)
-	if n := s.StartRequests("qwen"); n != 2 {
-		t.Errorf("start requests: %d, want 2", n)
+	e2e.WaitCount(t, `StartRequests("qwen")`, 2, func() int { return s.StartRequests("qwen") }, waitFor)
+
+	// The watch logs never-ready after storing it: the log is whole once
+	// the host stopped.
+	h.stop(t)
+	never := h.logged(t, "wake never-ready for pod qwen")
+	if want := "wake never-ready for pod qwen: not ready 35 min after the request at 12:26 UTC"; never.Msg != want || never.Level != "ERROR" {
+		t.Errorf("never-ready line: %s %q, want ERROR %q", never.Level, never.Msg, want)
 	}
 }

@@ -18,6 +18,7 @@ import (
 // unset or empty, or with a database that does not answer, stops app.New with an
 // error naming the key or the variable, never the connection string.
 func TestPostgresStartupErrors(t *testing.T) {
+	t.Parallel()
 	pgtest.Need(t)
 	const secret = "pw-s3cret"
 	down, _ := pgtest.NewProxy(t, pgtest.ServerDSN())
@@ -76,6 +77,7 @@ func TestPostgresStartupErrors(t *testing.T) {
 // database is back, the host answers again, without a restart. Nothing of
 // the connection string reaches the log.
 func TestPostgresDatabaseDrops(t *testing.T) {
+	t.Parallel()
 	proxy, dsn := pgtest.NewProxy(t, pgtest.Schema(t))
 	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0), postgres: dsn})
 

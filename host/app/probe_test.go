@@ -58,6 +58,7 @@ func (n *noReadySince) count() int {
 // model (GET /v1/models), within a probe_interval of the model's first
 // answer and long before any turn, and then stops probing.
 func TestReadinessFromTheProbe(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	cond := &noReadySince{sim: s}
@@ -67,7 +68,6 @@ func TestReadinessFromTheProbe(t *testing.T) {
 	if got := h.ask(t, "probe", "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	h.log.WaitLine(t, lineInFlight, 1, waitFor)
 	stepTo(t, clk, t0.Add(6*time.Minute), time.Minute)
 	if n := cond.count(); n != 0 {
 		t.Errorf("%d probes before the pod runs, want none", n)
@@ -75,14 +75,10 @@ func TestReadinessFromTheProbe(t *testing.T) {
 	// The model answers from 9 minutes after the wake (12:35:25): the
 	// probes, a second apart from 6 min 30 s, find it at once.
 	stepTo(t, clk, t0.Add(9*time.Minute), time.Second)
-	line := h.log.WaitLine(t, lineReady, 1, waitFor)
-	if want := "wake ready for pod qwen: ready since 12:35 UTC"; line.Msg != want {
-		t.Errorf("ready line %q, want %q", line.Msg, want)
-	}
+	h.waitState(t, "ready")
 	if n := cond.count(); n < 100 {
 		t.Errorf("%d probes from 6 min 30 s to 9 min, want one a second", n)
 	}
-	h.log.WaitLine(t, "wake watch for pod qwen: the pod is RUNNING; probing its model every 1s", 1, waitFor)
 
 	p, raw := h.pod(t)
 	if p.State != "ready" || !p.Ready || p.ReadySince != nil {
@@ -96,4 +92,11 @@ func TestReadinessFromTheProbe(t *testing.T) {
 	if n := cond.count(); n != probes {
 		t.Errorf("%d probes after readiness, want none", n-probes)
 	}
+	// The ready line is logged after the change it reports: the log is
+	// whole once the host stopped.
+	h.stop(t)
+	if line, want := h.logged(t, lineReady), "wake ready for pod qwen: ready since 12:35 UTC"; line.Msg != want {
+		t.Errorf("ready line %q, want %q", line.Msg, want)
+	}
+	h.logged(t, "wake watch for pod qwen: the pod is RUNNING; probing its model every 1s")
 }

@@ -16,6 +16,7 @@ import (
 // (no Probe) stops start-up with an error that names it, both protocols and
 // what to do.
 func TestOldProtocolPlugin(t *testing.T) {
+	t.Parallel()
 	a, err, panicked := e2e.NewApp(app.Options{
 		ConfigPath: e2e.WriteConfig(t, e2e.Config{StartTimeout: startTimeout, ProviderPlugin: "oldplugin"}),
 		Logger:     slog.New(slog.DiscardHandler),

@@ -14,6 +14,7 @@ import (
 // still gets the waking reply, the operator an error line naming
 // RIG_WAKE_TOKEN, and the next ask says the wake was refused and wakes again.
 func TestRefusedStart(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
@@ -23,15 +24,9 @@ func TestRefusedStart(t *testing.T) {
 	if got := h.ask(t, session, "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	line := h.log.WaitLine(t, "wake refused for pod qwen: status=401", 1, waitFor)
-	if line.Level != "ERROR" || !strings.Contains(line.Msg, "RIG_WAKE_TOKEN") {
-		t.Errorf("refused line: %s %q, want ERROR naming RIG_WAKE_TOKEN", line.Level, line.Msg)
-	}
+	h.waitState(t, "refused")
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Fatalf("start requests after the first ask: %d, want 1", n)
-	}
-	if n := len(h.log.Matching(t, "wake requested for pod")); n != 0 {
-		t.Errorf("%d \"wake requested\" lines for a refused start, want 0", n)
 	}
 	p, raw := h.pod(t)
 	if p.State != "refused" || p.Outcome == nil || *p.Outcome != "refused" || p.Ready {
@@ -47,12 +42,21 @@ func TestRefusedStart(t *testing.T) {
 		t.Errorf("ask after the refusal: reply %q, want %q", got, want)
 	}
 	e2e.WaitCount(t, `StartRequests("qwen")`, 2, func() int { return s.StartRequests("qwen") }, waitFor)
-	line = h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
-	if line.Msg != lineInFlight {
-		t.Errorf("second wake: %q, want %q", line.Msg, lineInFlight)
-	}
+	e2e.WaitWatcher(t, clk, waitFor) // the second start returned; its watch runs
 	p, raw = h.pod(t)
 	if p.State != "waking" || p.Outcome != nil || p.WakeRequestedAt == nil || !p.WakeRequestedAt.Equal(t0.Add(time.Minute)) {
 		t.Errorf("GET /api/pods/qwen after the second wake: %s\nwant state waking, no outcome, wakeRequestedAt %s", raw, t0.Add(time.Minute).Format(time.RFC3339))
+	}
+
+	// The refusal is logged after it is stored: the log is whole once the
+	// host stopped. The refused start logged no "wake requested" line; the
+	// second, in flight, did.
+	h.stop(t)
+	line := h.logged(t, "wake refused for pod qwen: status=401")
+	if line.Level != "ERROR" || !strings.Contains(line.Msg, "RIG_WAKE_TOKEN") {
+		t.Errorf("refused line: %s %q, want ERROR naming RIG_WAKE_TOKEN", line.Level, line.Msg)
+	}
+	if got := h.log.Matching(t, "wake requested for pod"); len(got) != 1 || got[0].Msg != lineInFlight {
+		t.Errorf("\"wake requested\" lines %v, want one, the second wake's %q", got, lineInFlight)
 	}
 }

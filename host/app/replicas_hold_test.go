@@ -74,6 +74,7 @@ func (h *wakehost) held(t *testing.T) int {
 // waking host's notice arrives), and every one is answered by the model
 // once it is ready: none gets the waking reply at once. One start in all.
 func TestThreeReplicasHoldEveryRequest(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.Schema(t)
 	p := newSharedPod(t)
 	var hosts []*wakehost

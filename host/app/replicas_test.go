@@ -145,23 +145,50 @@ func (h *wakehost) post(body any) (int, string) {
 	return resp.StatusCode, string(out)
 }
 
-// waitLine waits until one of hosts logs a line starting with prefix and
-// returns that host's index.
-func waitLine(t *testing.T, hosts []*wakehost, prefix string, within time.Duration) int {
+// counted is h's counter name, summed over its series whose labels
+// include where ("k=v" pairs), as GET /metrics says now.
+func (h *wakehost) counted(t *testing.T, name string, where ...string) float64 {
+	t.Helper()
+	return scrapeAt(t, h.client, h.base).sum(name, where...)
+}
+
+// countsOf is each host's counted(name, where...).
+func countsOf(t *testing.T, hosts []*wakehost, name string, where ...string) []float64 {
+	t.Helper()
+	out := make([]float64, len(hosts))
+	for i, h := range hosts {
+		out[i] = h.counted(t, name, where...)
+	}
+	return out
+}
+
+// firstToCount scrapes hosts until one counts name (where...) above what
+// from says it counted before, and returns that host's index; none within
+// within fails the test. A counter is what each host exposes of what it
+// did itself: its own starts, pod reads and recorded outcomes.
+func firstToCount(t *testing.T, hosts []*wakehost, from []float64, within time.Duration, name string, where ...string) int {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
 		for i, h := range hosts {
-			if len(h.log.Matching(t, prefix)) > 0 {
+			if h.counted(t, name, where...) > from[i] {
 				return i
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no replica logged %q within %v", prefix, within)
+			t.Fatalf("no replica counted %s %v within %v", name, where, within)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The counters the replicas' tests follow: a host's own start requests,
+// its own pod reads (a watch's; nobody asks meanwhile), the wakes whose
+// outcome it recorded.
+const (
+	conductorRequests = "wakeonchat_conductor_requests_total"
+	wakesTotal        = "wakeonchat_wakes_total"
+)
 
 // TestThreeReplicas: three hosts on one database behave as one. A burst of
 // 1000 asks spread over them makes one start, and every ask gets the same
@@ -171,6 +198,8 @@ func waitLine(t *testing.T, hosts []*wakehost, prefix string, within time.Durati
 // open on the host that resumes, says when; when the host watching the wake
 // is killed, another takes the watch over and records the wake ready; and
 // one watch reads the pod per poll, not one per host.
+//
+// Not parallel: it counts the pod reads of real-time watch polls.
 func TestThreeReplicas(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	p := newSharedPod(t)
@@ -207,7 +236,8 @@ func TestThreeReplicas(t *testing.T) {
 	if counts[e2e.ReplyWaking] != 1 || counts[e2e.ReplyWaking]+counts[e2e.ReplyStillWaking(0)] != asks {
 		t.Errorf("the burst's replies: %v; want one waking and the rest still waking (0 min)", counts)
 	}
-	watcher := waitLine(t, hosts, "wake requested for pod qwen", waitFor)
+	// The host that sent the start is the one whose watch follows the wake.
+	watcher := firstToCount(t, hosts, make([]float64, len(hosts)), waitFor, conductorRequests, "kind=start")
 	e2e.WaitCount(t, "starts", 1, func() int { return int(p.starts.Load()) }, waitFor)
 
 	// One watch per wake: over a couple of seconds with no asks, the pod is
@@ -239,13 +269,15 @@ func TestThreeReplicas(t *testing.T) {
 	}
 
 	// The watching host dies; another takes its watch over and records the
-	// wake ready, before anyone asks.
+	// wake ready, before anyone asks. The taker's watch reads the pod at
+	// once: the first survivor to read it took the watch over.
 	hosts[watcher].cmd.Process.Kill()
 	<-hosts[watcher].exited
-	p.makeReady()
 	survivors := []*wakehost{hosts[waitOn], hosts[resumeOn]}
-	taker := waitLine(t, survivors, "wake watch resumed for pod qwen", 10*replicaLease+10*time.Second)
-	if got := waitLine(t, survivors, "wake ready for pod qwen", 5*time.Second); got != taker {
+	readsBefore := countsOf(t, survivors, conductorRequests, "kind=get")
+	p.makeReady()
+	taker := firstToCount(t, survivors, readsBefore, 10*replicaLease+10*time.Second, conductorRequests, "kind=get")
+	if got := firstToCount(t, survivors, make([]float64, len(survivors)), 5*time.Second, wakesTotal, "outcome=ready"); got != taker {
 		t.Errorf("survivor %d recorded the wake ready, but survivor %d took the watch over", got, taker)
 	}
 	if n := p.starts.Load(); n != 1 {
@@ -343,6 +375,8 @@ func (es *eventStream) nextState(t *testing.T, state string, d time.Duration) po
 // A's watch, is ready on B's, B's estimate is measured from the wake A
 // logged, B's status page lists it, and B's pod state metric follows while
 // only A counts the wake.
+//
+// Not parallel: it bounds how soon, in real time, B sees A's changes.
 func TestReplicaEvents(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	p := newSharedPod(t)
@@ -373,7 +407,7 @@ func TestReplicaEvents(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	p.makeReady()
-	if got := waitLine(t, hosts, "wake ready for pod qwen", waitFor); got != 0 {
+	if got := firstToCount(t, hosts, make([]float64, len(hosts)), waitFor, wakesTotal, "outcome=ready"); got != 0 {
 		t.Fatalf("replica %d recorded the wake ready, want A, whose watch it is", got)
 	}
 	recorded := time.Now()

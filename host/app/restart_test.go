@@ -31,6 +31,7 @@ func startSim(t *testing.T, clk *clock.Fake) *sim.Sim {
 // the first host's wake, sends no second start, resumes the wake's watch and
 // records it ready.
 func TestRestartMidWake(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := startSim(t, clk)
 	o := hostOptions{
@@ -46,7 +47,8 @@ func TestRestartMidWake(t *testing.T) {
 	if got := a.ask(t, session, "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("host A: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	a.log.WaitLine(t, lineInFlight, 1, waitFor)
+	// The start returned in flight and A's watch waits on the clock.
+	e2e.WaitWatcher(t, clk, waitFor)
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Fatalf("start requests from host A: %d, want 1", n)
 	}
@@ -56,7 +58,10 @@ func TestRestartMidWake(t *testing.T) {
 
 	clk.Advance(2 * time.Minute)
 	b := startHost(t, o)
-	resumed := b.log.WaitLine(t, "wake watch resumed for pod qwen", 1, waitFor)
+	// B's resumed watch logs that it resumed, reads the pod, then waits on
+	// the clock.
+	e2e.WaitWatcher(t, clk, waitFor)
+	resumed := b.logged(t, "wake watch resumed for pod qwen")
 	if want := "wake watch resumed for pod qwen: wake requested at 12:26 UTC"; resumed.Msg != want {
 		t.Errorf("host B resume line: %q, want %q", resumed.Msg, want)
 	}
@@ -71,10 +76,7 @@ func TestRestartMidWake(t *testing.T) {
 	}
 
 	// B's watch keeps A's wake's clock: it reads every 60 s until readySince.
-	ready := stepUntilLine(t, clk, b.log, lineReady, time.Minute)
-	if want := "wake ready for pod qwen: ready since 12:35 UTC"; ready.Msg != want {
-		t.Errorf("host B ready line: %q, want %q", ready.Msg, want)
-	}
+	b.stepUntilState(t, "ready", time.Minute)
 	p, raw := b.pod(t)
 	if !p.Ready || p.State != "ready" || p.WakeRequestedAt == nil || !p.WakeRequestedAt.Equal(t0) {
 		t.Errorf("host B: GET /api/pods/qwen: %s\nwant ready, state ready, wakeRequestedAt %s", raw, t0.Format(time.RFC3339))
@@ -84,5 +86,11 @@ func TestRestartMidWake(t *testing.T) {
 	}
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests over both hosts: %d, want 1", n)
+	}
+	// The ready line is logged after the change it reports: the log is
+	// whole once the host stopped.
+	b.stop(t)
+	if ready, want := b.logged(t, lineReady), "wake ready for pod qwen: ready since 12:35 UTC"; ready.Msg != want {
+		t.Errorf("host B ready line: %q, want %q", ready.Msg, want)
 	}
 }

@@ -20,6 +20,7 @@ import (
 // pending wake older than wake_watch (default 35m) deletes both at start,
 // on its clock, says so in one "store pruned" line, and keeps the rest.
 func TestHostPrunesStoreAtStart(t *testing.T) {
+	t.Parallel()
 	dataDir := t.TempDir()
 	path := filepath.Join(dataDir, "wake.db")
 	put := func(at time.Time, do func(s *store.Store) error) {
@@ -79,6 +80,7 @@ func TestHostPrunesStoreAtStart(t *testing.T) {
 // store keeps only the newest turns that fit, and bbolt reuses the pages of
 // the ones it deletes.
 func TestSessionHistoryBounded(t *testing.T) {
+	t.Parallel()
 	const (
 		budget  = 256 << 10
 		message = 100 << 10
@@ -97,7 +99,7 @@ func TestSessionHistoryBounded(t *testing.T) {
 	if got := h.ask(t, "big", "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q, want %q", got, e2e.ReplyWaking)
 	}
-	stepUntilLine(t, clk, h.log, lineReady, time.Minute)
+	h.stepUntilState(t, "ready", time.Minute)
 	for i := range turns {
 		text := fmt.Sprintf("turn %d ", i) + strings.Repeat("x", message)
 		if got := h.ask(t, "big", text); got != "echo: "+text {

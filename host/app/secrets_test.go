@@ -72,6 +72,7 @@ func (r *recordingSim) requests() []seenRequest {
 // conductor and the model where they belong and appear in no log line (at
 // every level, the plugins' own lines included) and no response body.
 func TestSecretsNeverLeak(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	rec := &recordingSim{sim: s}
@@ -91,7 +92,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if got := h.ask(t, session, "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: reply %q, want %q", got, e2e.ReplyWaking)
 	}
-	h.log.WaitLine(t, "wake refused for pod qwen: status=403", 1, waitFor)
+	h.waitState(t, "refused")
 
 	// A minute later the next ask wakes again, and the wake goes through.
 	s.ForceStartStatus("qwen", 0)
@@ -99,7 +100,6 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if got, want := h.ask(t, session, "hello again"), e2e.ReplyRefused(403); got != want {
 		t.Errorf("second ask: reply %q, want %q", got, want)
 	}
-	h.log.WaitLine(t, lineInFlight, 1, waitFor)
 
 	// The wake's watch reads the pod (the clock steps a minute at a time)
 	// and probes the model once the pod runs; the model answers from nine
@@ -108,13 +108,13 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if got, want := h.ask(t, session, "ready?"), "echo: ready?"; got != want {
 		t.Errorf("ask once ready: reply %q, want %q", got, want)
 	}
-	stepUntilLine(t, clk, h.log, lineReady, time.Minute)
+	h.stepUntilState(t, "ready", time.Minute)
 
 	status, raw := h.do(t, http.MethodPost, "/api/chat", chatRequest{Message: leakProbe, SessionID: session})
 	if status != http.StatusBadGateway || raw != e2e.ProviderFailed {
 		t.Errorf("the model's 401: %d %s, want 502 %s", status, raw, e2e.ProviderFailed)
 	}
-	if failed := h.log.WaitLine(t, "turn failed", 1, waitFor); !strings.Contains(failed.Raw, "HTTP 401") {
+	if failed := h.logged(t, "turn failed"); !strings.Contains(failed.Raw, "HTTP 401") {
 		t.Errorf("turn failed line does not name the model's 401: %s", failed.Raw)
 	}
 	h.pod(t)

@@ -30,6 +30,7 @@ func awaitAnswer(t *testing.T, h *wakehost, answer <-chan e2e.Response) e2e.Resp
 // still finishes with its answer, and the host exits 0 and stops its
 // plugins: they are in groups of their own and outlive the signal.
 func TestSIGTERMToTheProcessGroup(t *testing.T) {
+	t.Parallel()
 	m := newSlowModel(t)
 	h := startWakehost(t, m)
 	conductor, provider := h.plugins(t)
@@ -62,6 +63,7 @@ func TestSIGTERMToTheProcessGroup(t *testing.T) {
 // shutdown) leaves no plugin behind, although each plugin has a process
 // group of its own: Pdeathsig is the process's, not the group's.
 func TestHostKilledTakesItsPlugins(t *testing.T) {
+	t.Parallel()
 	m := newSlowModel(t)
 	h := startWakehost(t, m)
 	conductor, provider := h.plugins(t)
@@ -79,6 +81,7 @@ func TestHostKilledTakesItsPlugins(t *testing.T) {
 // "turn cut by shutdown" (not "turn failed", not a plugin crash) after a
 // WARN naming how many turns were cut, and the host exits 0.
 func TestShutdownGraceRanOut(t *testing.T) {
+	t.Parallel()
 	m := newSlowModel(t)
 	h := startWakehost(t, m, "-shutdown-grace", "300ms")
 	conductor, provider := h.plugins(t)
@@ -117,6 +120,7 @@ func TestShutdownGraceRanOut(t *testing.T) {
 // default) with its two pod lookups (lookup_timeout 1s here, each capped
 // 1s later) and 5s more; the flag overrides it.
 func TestShutdownGraceDefault(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string

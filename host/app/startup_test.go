@@ -23,6 +23,7 @@ import (
 // plugin's path, for the conductor plugin and for a provider plugin, and
 // hands back no App.
 func TestMissingPluginBinary(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		present []string // binaries put into the plugin dir
@@ -68,6 +69,7 @@ func TestMissingPluginBinary(t *testing.T) {
 // (the default names run from wakehost itself:
 // host/cmd/wakehost's TestBuiltinPluginsServeAWake).
 func TestWakehostMissingPlugin(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	const missing = "wake-plugin-missing"
 	cfg := e2e.WriteConfig(t, e2e.Config{StartTimeout: startTimeout, ConductorPlugin: missing})
@@ -98,6 +100,7 @@ func TestWakehostMissingPlugin(t *testing.T) {
 // with an error naming where the address came from: the key
 // server.listen, or the -listen flag (Options.Listen) that overrides it.
 func TestBusyListenAddress(t *testing.T) {
+	t.Parallel()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

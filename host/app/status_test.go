@@ -50,6 +50,7 @@ func (h *testHost) page(t *testing.T, path string) string {
 // its JSON 404, and the page follows a wake from asleep to ready with the
 // machine's state and replies, then charts the wake.
 func TestStatusPage(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 
@@ -94,7 +95,7 @@ func TestStatusPage(t *testing.T) {
 	if got := h.ask(t, "s1", "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q", got)
 	}
-	h.log.WaitLine(t, lineInFlight, 1, waitFor)
+	e2e.WaitWatcher(t, clk, waitFor) // the start returned; the watch runs
 	frag := h.page(t, "/status/pods/qwen")
 	for _, want := range []string{`data-state="waking"`, `<b>requested</b> 12:26:25 UTC`, `<b>running</b> <span class="meta">not yet</span>`, `~12:35:25 UTC`} {
 		if !strings.Contains(frag, want) {
@@ -151,6 +152,7 @@ func waitFragment(t *testing.T, h *testHost, want string) string {
 // wake and answers a turn, and nothing of it is on the page, its fragments
 // or its assets.
 func TestStatusPageKeepsSecrets(t *testing.T) {
+	t.Parallel()
 	const (
 		conductorPath = "/rig-internal-7f3a"
 		backupURL     = "https://llm-backup.internal.example/v1"
@@ -224,7 +226,7 @@ api_keys_env = "WAKE_E2E_DOOR_KEYS"
 	if got := h.ask(t, "s1", question); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q", got)
 	}
-	h.log.WaitLine(t, lineInFlight, 1, waitFor)
+	e2e.WaitWatcher(t, clk, waitFor) // the start returned; the watch runs
 	fetchAll()
 	stepTo(t, clk, t0.Add(9*time.Minute), time.Minute)
 	waitFragment(t, h, `data-state="ready"`)

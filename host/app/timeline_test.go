@@ -13,6 +13,7 @@ import (
 // the simulator, on a fake clock: asleep → waking → model loading → ready,
 // with exactly one start request, and the wake's watch recording ready.
 func TestTimeline20260909(t *testing.T) {
+	t.Parallel()
 	clk := clock.NewFake(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
@@ -25,7 +26,10 @@ func TestTimeline20260909(t *testing.T) {
 	}
 	// The simulator holds the start until RUNNING, like the real conductor,
 	// so the plugin's 200 ms cap fires: the wake is in flight (#684).
-	line := h.log.WaitLine(t, "wake requested for pod qwen", 1, waitFor)
+	// The start returned and the wake's watch waits on the clock; the line
+	// was logged before the watch began.
+	e2e.WaitWatcher(t, clk, waitFor)
+	line := h.logged(t, "wake requested for pod qwen")
 	if line.Msg != lineInFlight || line.Level != "INFO" {
 		t.Errorf("wake line: %s %q, want INFO %q", line.Level, line.Msg, lineInFlight)
 	}
@@ -64,10 +68,7 @@ func TestTimeline20260909(t *testing.T) {
 	}
 
 	// The watch polls every 60 s of fake time and records the wake ready.
-	ready := stepUntilLine(t, clk, h.log, lineReady, time.Minute)
-	if want := "wake ready for pod qwen: ready since 12:35 UTC"; ready.Msg != want || ready.Level != "INFO" {
-		t.Errorf("ready line: %s %q, want INFO %q", ready.Level, ready.Msg, want)
-	}
+	h.stepUntilState(t, "ready", time.Minute)
 	p, raw := h.pod(t)
 	if !p.Ready || p.State != "ready" || !p.IsRunning || p.Status != "RUNNING" || p.FromCache {
 		t.Errorf("GET /api/pods/qwen after the wake: %s\nwant ready true, state ready, RUNNING, not from cache", raw)
@@ -86,6 +87,13 @@ func TestTimeline20260909(t *testing.T) {
 	}
 	if n := s.StartRequests("qwen"); n != 1 {
 		t.Errorf("start requests over the whole wake: %d, want 1", n)
+	}
+	// The ready line is logged after the change it reports: the log is
+	// whole once the host stopped.
+	h.stop(t)
+	ready := h.logged(t, lineReady)
+	if want := "wake ready for pod qwen: ready since 12:35 UTC"; ready.Msg != want || ready.Level != "INFO" {
+		t.Errorf("ready line: %s %q, want INFO %q", ready.Level, ready.Msg, want)
 	}
 	if n := len(h.log.Matching(t, "wake requested for pod")); n != 1 {
 		t.Errorf("%d \"wake requested\" lines, want 1", n)

@@ -59,6 +59,7 @@ func waitAsleep(t *testing.T, h *harness, srv *api) {
 // the pod wakes through its states, and one resume runs the exact original
 // prompt on the same session, once.
 func TestWaitThenResume(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	srv := h.api
 	waitAsleep(t, h, srv)
@@ -137,6 +138,7 @@ func podReady(t *testing.T, srv *api) bool {
 // TestResumeRuns: a resume on a freshly ready pod runs once, whichever form
 // the key comes in; a readySince exactly ready_slack before the wake counts.
 func TestResumeRuns(t *testing.T) {
+	t.Parallel()
 	ready := func(since string) func(t *testing.T, h *harness) {
 		return func(t *testing.T, h *harness) { h.gpu.set(readyPod(since)) }
 	}
@@ -186,6 +188,7 @@ func TestResumeRuns(t *testing.T) {
 // answers 200 with the state's reply and the same marker, runs nothing,
 // stores nothing and wakes nothing (#715, D8).
 func TestResumeNotFresh(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		after time.Duration // since the wake, before the pod changes
@@ -247,6 +250,7 @@ func TestResumeNotFresh(t *testing.T) {
 // TestResumeRefused: a resume without its session's marker is a 409 that
 // asks nobody anything.
 func TestResumeRefused(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		serve    func(t *testing.T, h *harness) *api
@@ -300,6 +304,7 @@ func TestResumeRefused(t *testing.T) {
 // keeps the marker; any other is the generic 502 with the key consumed. The
 // completion is never retried (#715).
 func TestResumeCompletionFails(t *testing.T) {
+	t.Parallel()
 	// stopping answers like a proxy whose pod has just stopped.
 	stopping := func(h *harness, ce pluginapi.CompletionError) func(context.Context, string, pluginapi.CompletionRequest) (string, error) {
 		return func(ctx context.Context, ep string, req pluginapi.CompletionRequest) (string, error) {
@@ -393,6 +398,7 @@ func TestResumeCompletionFails(t *testing.T) {
 // reports the pod freshly ready. The marker is kept, and the reply must
 // still say something.
 func TestResumeFailsWhileConductorSaysReady(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	srv := h.api
 	waitAsleep(t, h, srv)
@@ -423,6 +429,7 @@ func TestResumeFailsWhileConductorSaysReady(t *testing.T) {
 // event, which never wakes: on the ready boot the model crashed. The marker
 // is kept.
 func TestResumeModelLoading(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.models["a"] = retrying{h.models["a"]}
 	srv := h.serve(t, []string{"a"}, nil)

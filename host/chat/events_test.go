@@ -202,6 +202,7 @@ func decodeEvent(t *testing.T, data string) podEvent {
 // reports, a keepalive comment every 15 s, and no conductor lookup at all.
 // It ends when the client leaves.
 func TestEventStream(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		f := newEventsFixture(0)
 		wakeAt := time.Now().UTC()
@@ -263,6 +264,7 @@ func TestEventStream(t *testing.T) {
 
 // Past the estimate the remaining time is 0, never negative.
 func TestEventStreamEtaNeverNegative(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		f := newEventsFixture(0)
 		wakeAt := time.Now().UTC()
@@ -288,6 +290,7 @@ func TestEventStreamEtaNeverNegative(t *testing.T) {
 // A client that falls behind is closed after what it holds, with a last
 // event saying so, and logged; the hub and the others never wait for it.
 func TestEventStreamLagged(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		f := newEventsFixture(2)
 		w := newStreamWriter()
@@ -342,6 +345,7 @@ func TestEventStreamLagged(t *testing.T) {
 // The host's shutdown (the hub closed) ends every stream with a last event
 // saying so.
 func TestEventStreamEndsAtShutdown(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		f := newEventsFixture(0)
 		w := newStreamWriter()
@@ -358,6 +362,7 @@ func TestEventStreamEndsAtShutdown(t *testing.T) {
 
 // What is not a stream answers JSON.
 func TestEventStreamRefusals(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, method, path string
 		status             int

@@ -16,6 +16,7 @@ import (
 // may not act on and plain provider failures answer the generic 502 byte for
 // byte, log the failure once, store nothing and never wake (D5, D8).
 func TestProviderFailedIs502(t *testing.T) {
+	t.Parallel()
 	notRetryable := func(h *harness) error {
 		nr := resolve.NewNotReadyError("qwen", resolve.Resolution{Pod: "qwen", Status: "EXITED"}, false)
 		nr.Retryable = false
@@ -119,6 +120,7 @@ func TestProviderFailedIs502(t *testing.T) {
 // TestPanicReleasesTheSlot: a crashing provider or conductor plugin answers
 // the generic 502, is logged, and the same session's next turn runs.
 func TestPanicReleasesTheSlot(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		crash   func(h *harness)
@@ -164,6 +166,7 @@ func TestPanicReleasesTheSlot(t *testing.T) {
 // TestTurnInFlightIs409: one turn per session at a time; other sessions go
 // on, and the slot is free again once the turn ends.
 func TestTurnInFlightIs409(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.gpu.set(readyPod(rfc3339(t0)))
 	entered, release := make(chan struct{}), make(chan struct{})
@@ -208,6 +211,7 @@ func TestTurnInFlightIs409(t *testing.T) {
 // TestLegacyFallback: a legacy turn falls back along the chain on a
 // fallback-eligible failure, but never while the model loads (D11).
 func TestLegacyFallback(t *testing.T) {
+	t.Parallel()
 	t.Run("a 500 falls back to b", func(t *testing.T) {
 		h := newHarness(t)
 		srv := h.serve(t, []string{"a", "b"}, nil).on(t)
@@ -249,6 +253,7 @@ func TestLegacyFallback(t *testing.T) {
 // turn is the generic 502 and a pod report the documented 503; nothing runs
 // or wakes.
 func TestStoreUnavailable(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	srv := h.api
 	waitAsleep(t, h, srv)

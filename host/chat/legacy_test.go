@@ -17,6 +17,7 @@ import (
 // wake, ask again inside the window, the inclusive 15-minute edge, the
 // re-wake after it, and a fresh cooldown measured from the new wake.
 func TestLegacyWakeSequence(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 
 	// 12:26:25, the pod is EXITED: the first ask wakes it, and the turn is
@@ -88,6 +89,7 @@ func TestLegacyWakeSequence(t *testing.T) {
 // gap past the 35-minute watch lets the watch record never-ready first, and
 // the reply names that wake (D12).
 func TestLegacyWakeAgainBeyondTheWindow(t *testing.T) {
+	t.Parallel()
 	neverReady := func(at string) string {
 		return "The wake requested at " + at + " did not complete — the GPU never became ready. Waking it again — about 9 minutes."
 	}
@@ -137,6 +139,7 @@ func TestLegacyWakeAgainBeyondTheWindow(t *testing.T) {
 
 // TestLegacyNotReadyReplies: the first not-ready turn in each state.
 func TestLegacyNotReadyReplies(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		pod       pluginapi.Pod
@@ -186,6 +189,7 @@ func TestLegacyNotReadyReplies(t *testing.T) {
 // whose model never answers: loading with the wake's clock, then, past the
 // 20-minute ceiling, the stuck reply and an error-level line (D7, D9).
 func TestLegacyLoadingThenStuck(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.api.ask("s1", "hi")
 	h.waitStart(t)
@@ -217,6 +221,7 @@ func TestLegacyLoadingThenStuck(t *testing.T) {
 // the outcome: a wake in flight (also one whose answer was lost) keeps
 // waiting, a refused or failed one wakes again at once (D12).
 func TestLegacyStartOutcomes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name         string
 		start        func(context.Context, string) (pluginapi.StartResult, error)
@@ -281,6 +286,7 @@ func TestLegacyStartOutcomes(t *testing.T) {
 // a turn runs; the pod idles out and the old proxy answers 404; the next ask
 // says when it was ready and wakes it again (D6, D12).
 func TestLegacyReadyThenStopped(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.api.ask("s1", "hi")
 	h.waitStart(t)
@@ -335,6 +341,7 @@ func lineMatches(want, msg string) bool {
 // later boot, makes it ready again; a readySince of the boot that crashed
 // does not.
 func TestLegacyCrashed(t *testing.T) {
+	t.Parallel()
 	const crashedLine = "provider not ready for pod qwen (status RUNNING, model loading) → wait — CRASHED: was answering, stopped while RUNNING"
 	tests := []struct {
 		name      string

@@ -9,6 +9,7 @@ import (
 // TestNetHTTPError: only net/http's own error answers are recognised, and
 // a reason text net/http might add later is not echoed.
 func TestNetHTTPError(t *testing.T) {
+	t.Parallel()
 	type result struct {
 		Status int
 		Msg    string

@@ -98,6 +98,7 @@ func sendRaw(t *testing.T, addr, raw string, answers int) []rawAnswer {
 // runs, over raw TCP to a real http.Server: every answer is JSON naming
 // what was wrong, with net/http's status, and closes the connection.
 func TestNetHTTPErrorsAreJSON(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	const maxHeader = 1 << 10
 	addr := rawServer(t, h.servers[0].Handler(), maxHeader, 5*time.Second)
@@ -155,6 +156,7 @@ func TestNetHTTPErrorsAreJSON(t *testing.T) {
 // on one kept-alive connection arrive whole, a large one included, however
 // they are split into writes.
 func TestListenerPassesAnswersThrough(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.gpu.set(readyPod(rfc3339(t0)))
 	addr := rawServer(t, h.servers[0].Handler(), 0, 5*time.Second)
@@ -182,6 +184,7 @@ func TestListenerPassesAnswersThrough(t *testing.T) {
 // JSON: a request whose headers do not arrive within ReadHeaderTimeout gets
 // no answer at all; net/http closes the connection.
 func TestHeaderTimeoutClosesSilently(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	addr := rawServer(t, h.servers[0].Handler(), 0, 100*time.Millisecond)
 	c, err := net.Dial("tcp", addr)

@@ -16,6 +16,7 @@ import (
 // TestTurnMetrics: every POST /api/chat is counted once under what it
 // answered, and timed.
 func TestTurnMetrics(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	m := metrics.New(metrics.Options{})
 	api := h.serve(t, []string{"a"}, func(c *chat.Config) { c.Metrics = m })

@@ -54,6 +54,7 @@ func report(fields map[string]any) map[string]any {
 // reports them: the conductor's view, the machine's state as that view left
 // it, and "ready" only for a fresh view of a pod in state ready.
 func TestPodReport(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	srv := h.api
 	check := func(step string, want map[string]any) {
@@ -217,6 +218,7 @@ func neverReadyPod(t *testing.T, h *harness) {
 // and ready agree (podAgrees), the report is what the state says, and no
 // number of reads changes it or starts the pod.
 func TestPodReportAgrees(t *testing.T) {
+	t.Parallel()
 	const wake = "2026-09-09T12:26:25Z"
 	running := map[string]any{"status": "RUNNING", "isRunning": true, "wakeRequestedAt": wake}
 	// A wake in progress, read when it was requested: expected_wake to go.
@@ -363,6 +365,7 @@ func decisionLines(t *testing.T, h *harness) []logLine {
 // pod, the conductor's every answer read any number of times through GET
 // /api/pods/qwen starts nothing and decides nothing.
 func TestPodViewNeverWakes(t *testing.T) {
+	t.Parallel()
 	views := []struct {
 		name string
 		set  func(h *harness)
@@ -422,6 +425,7 @@ func TestPodViewNeverWakes(t *testing.T) {
 
 // TestPodRoute: unknown pods, methods and names.
 func TestPodRoute(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	tests := []struct {
 		name       string
@@ -464,6 +468,7 @@ func TestPodRoute(t *testing.T) {
 // it is due and how long that is (never below zero); a resume that finds
 // the wake past its estimate hears that it is late, as an ask does.
 func TestPodReportEstimate(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	// The harness's coordinator, over the same store, now with its log.
 	h.closeCoordinator(t)

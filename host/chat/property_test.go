@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/store"
@@ -412,6 +414,9 @@ type propRun struct {
 // newPropRun builds the harness with a coordinator over propRecords and
 // the fake conductor's start answering the scripted outcome.
 func newPropRun(t *testing.T, seed uint64) *propRun {
+	// The property test runs alone (it reads every goroutine's stack), so
+	// a sequence checks for its own leaks. Registered first, runs last.
+	t.Cleanup(func() { goleak.VerifyNone(t) })
 	h := newHarness(t)
 	p := &propRun{t: t, h: h, seed: seed, r: rand.New(rand.NewPCG(seed, seed*7919)), markers: map[string]string{}, stats: map[string]int{}}
 	// The harness's own coordinator has done nothing yet; this one is the

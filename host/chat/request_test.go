@@ -20,6 +20,7 @@ const testMaxBody = 512
 // is ready and whose model would answer: each gets its exact 4xx and body,
 // and none reaches the conductor, the model or the store.
 func TestChatRequestRejected(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.gpu.set(readyPod(rfc3339(t0)))
 	srv := h.serve(t, []string{"a"}, func(c *chat.Config) { c.MaxBody = testMaxBody })
@@ -188,6 +189,7 @@ func TestChatRequestRejected(t *testing.T) {
 // TestChatRequestAccepted covers the edges that are valid: each request runs
 // exactly one completion and answers 200.
 func TestChatRequestAccepted(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.gpu.set(readyPod(rfc3339(t0)))
 	srv := h.serve(t, []string{"a"}, func(c *chat.Config) { c.MaxBody = testMaxBody })
@@ -232,6 +234,7 @@ func TestChatRequestAccepted(t *testing.T) {
 
 // TestRoutes covers everything that is not a turn.
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	notReady := h.serve(t, []string{"a"}, func(c *chat.Config) {
 		c.Ready = func() error { return errors.New("conductor plugin not running") }
@@ -289,6 +292,7 @@ func TestRoutes(t *testing.T) {
 // (docs/http-contract.md, doc.go), even when the client puts one in the path
 // or the body.
 func TestResponsesCarryNoURL(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	tests := []struct {
 		name        string
@@ -327,6 +331,7 @@ func TestResponsesCarryNoURL(t *testing.T) {
 // the body's bytes (each byte decodes to U+FFFD), so the body limit alone
 // would not keep it under the plugin boundary.
 func TestMessageOverTheRequestLimit(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.gpu.set(readyPod(rfc3339(t0)))
 	const requestBytes = 32 << 10

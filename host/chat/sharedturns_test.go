@@ -65,6 +65,7 @@ func (f *fakeTurns) took() []string {
 // is the generic 502; an answered turn finishes its hold before its reply
 // and releases it after storing.
 func TestSharedTurns(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	turns := &fakeTurns{busy: map[string]bool{"elsewhere": true}}
 	a := h.serve(t, []string{"a"}, func(c *chat.Config) { c.Turns = turns })

@@ -9,6 +9,7 @@ import (
 // TestSlots: one turn per session; a turn that has replied and is storing
 // makes the next one wait rather than fail; a running one makes it fail.
 func TestSlots(t *testing.T) {
+	t.Parallel()
 	var s slots
 	ctx := context.Background()
 	if !s.take(ctx, "a") {

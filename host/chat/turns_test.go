@@ -24,6 +24,7 @@ import (
 // reply; an answered turn stores both; the next turn sends the system
 // prompt, the history and the new message, to the pod's endpoint.
 func TestHistory(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 
 	if got := h.api.ask("s1", "are you there?").Reply; got != replyWaking {
@@ -86,6 +87,7 @@ func TestHistory(t *testing.T) {
 // the start hangs. Exactly one start goes out; every turn is answered 200
 // without waiting for it — one waking reply, the rest still waking.
 func TestConcurrentAsksWakeOnce(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	release := make(chan struct{})
 	h.gpu.onStart(func(ctx context.Context, _ string) (pluginapi.StartResult, error) {
@@ -132,6 +134,7 @@ func TestConcurrentAsksWakeOnce(t *testing.T) {
 // answered turn is still being stored, and the next one waits for it, then
 // sees it in its history.
 func TestNextTurnRightAfterTheReply(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.gpu.set(readyPod(rfc3339(t0)))
 	clients := []*http.Client{
@@ -185,6 +188,7 @@ func (b *blockedHistory) AppendTurn(ctx context.Context, session string, user, a
 // new session) is answered while the first turn is still being stored; the
 // first session's slot, Wait and Drain hold until the turn is stored.
 func TestStoreAfterHandler(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	hist := &blockedHistory{Store: h.store, entered: make(chan string, 2), release: make(chan struct{})}
 	a := h.serve(t, []string{"a"}, func(cfg *chat.Config) {

@@ -16,6 +16,7 @@ import (
 // that can run, runs; one that finds the model not ready gets the policy's
 // reply and a marker, and its prompt is neither run nor stored.
 func TestWaitMode(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		pod        pluginapi.Pod
@@ -67,6 +68,7 @@ func TestWaitMode(t *testing.T) {
 // TestWaitAgainReplacesTheMarker: a second wait turn inside the window waits
 // on the same wake under a new key; only the newest key resumes.
 func TestWaitAgainReplacesTheMarker(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	waitAsleep(t, h, h.api)
 
@@ -98,6 +100,7 @@ func TestWaitAgainReplacesTheMarker(t *testing.T) {
 // completion" (#715). An aborted completion may have been processed by the
 // model (D10), so a wait turn must not send it a second time.
 func TestWaitNeverResendsAnAbortedCompletion(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	h.gpu.set(readyPod(rfc3339(t0)))
 	h.provA.set(fail(pluginapi.CompletionError{Aborted: true, Message: "context deadline exceeded"}))
@@ -114,6 +117,7 @@ func TestWaitNeverResendsAnAbortedCompletion(t *testing.T) {
 // provider; a resume runs on it even after the chain changed, and a failure
 // there never falls back to another provider, in either mode.
 func TestProviderPinning(t *testing.T) {
+	t.Parallel()
 	// waitOnAB waits on the asleep pod through chain [a, b], then the pod
 	// becomes ready and the chain is reordered to [b, a].
 	waitOnAB := func(t *testing.T, h *harness) *api {

@@ -1,9 +1,12 @@
 package faulttest
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +55,20 @@ type env struct {
 	completionTimeout time.Duration
 
 	bodies e2e.Bodies // every response body any host of the row gave
+	// atEnd are the checks of the log a row runs once every host stopped
+	// (whenStopped): of lines logged in the background, after the change a
+	// test could see.
+	atEnd []func(t *testing.T)
+}
+
+// whenStopped has the row run check once every host of the row has
+// stopped, when the log is whole: a background start's or watch's line is
+// logged after what it reports, so nothing the test sees orders it before.
+func (e *env) whenStopped(check func(t *testing.T)) { e.atEnd = append(e.atEnd, check) }
+
+// expectLine has the row check w once every host has stopped.
+func (e *env) expectLine(w wantLine) {
+	e.whenStopped(func(t *testing.T) { t.Helper(); checkLine(t, e, w) })
 }
 
 func newEnv(t *testing.T) *env {
@@ -141,4 +158,38 @@ func replyBody(session, reply string) string {
 		SessionID string `json:"sessionId"`
 	}{reply, session})
 	return string(b) + "\n"
+}
+
+// awaitState reads the pod's event stream (GET /api/pods/qwen/events, whose
+// first event is the pod as it is now) until it says the pod is in state:
+// an outcome the host recorded in the background, pushed, not polled.
+// Nothing within waitFor fails the row.
+func (h *host) awaitState(t *testing.T, state string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.Base+"/api/pods/qwen/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.Client.Do(req)
+	if err != nil {
+		t.Fatalf("GET /api/pods/qwen/events: %v", err)
+	}
+	defer resp.Body.Close()
+	var seen []string
+	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var ev struct {
+			State string `json:"state"`
+		}
+		if err := json.Unmarshal([]byte(data), &ev); err == nil && ev.State == state {
+			return
+		}
+		seen = append(seen, data)
+	}
+	t.Fatalf("the pod's event stream did not say %s within %v; it said %q", state, waitFor, seen)
 }

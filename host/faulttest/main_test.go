@@ -25,12 +25,11 @@ const (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	dir, cleanup, err := e2e.BuildBinaries(testdataPaths+faultBin, testdataPaths+badHandshake)
+	dir, err := e2e.BuildBinaries(testdataPaths+faultBin, testdataPaths+badHandshake)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "faulttest:", err)
 		return 1
 	}
-	defer cleanup()
 	binDir = dir
 	return m.Run()
 }

@@ -435,12 +435,21 @@ func truncatedStore(e *env) {
 func askAgainRefused(code int) func(t *testing.T, e *env, h *host) *host {
 	return func(t *testing.T, e *env, h *host) *host {
 		t.Helper()
+		h.awaitState(t, "refused") // the refusal is recorded
+		starts := e.cond.count(routeStart)
 		e.clock.Advance(time.Minute)
 		got := h.chat(t, session, "again")
 		if want := replyBody(session, e2e.ReplyRefused(code)); got.Status != http.StatusOK || got.Body != want {
 			t.Errorf("ask after the refusal: %d %q, want 200 %q", got.Status, got.Body, want)
 		}
-		e2e.WaitCount(t, "wake refused lines", 2, func() int { return len(e.log.Matching(t, lineWakeRefused)) }, waitFor)
+		// The second start reached the conductor, which refused it too,
+		// before the follow-up heals the conductor.
+		e2e.WaitCount(t, "start requests", starts+1, func() int { return e.cond.count(routeStart) }, waitFor)
+		e.whenStopped(func(t *testing.T) {
+			if n := len(e.log.Matching(t, lineWakeRefused)); n != 2 {
+				t.Errorf("%d %q lines, want 2: one per refused start", n, lineWakeRefused)
+			}
+		})
 		return h
 	}
 }
@@ -450,6 +459,7 @@ func askAgainRefused(code int) func(t *testing.T, e *env, h *host) *host {
 // again; this start is accepted.
 func askAgainNotSent(t *testing.T, e *env, h *host) *host {
 	t.Helper()
+	h.awaitState(t, "start-failed") // the failed start is recorded
 	e.cond.up()
 	e.cond.on(routeStart, status(http.StatusAccepted, "application/json", `{}`))
 	e.clock.Advance(time.Minute)
@@ -457,7 +467,7 @@ func askAgainNotSent(t *testing.T, e *env, h *host) *host {
 	if want := replyBody(session, replyWakeFailed); got.Status != http.StatusOK || got.Body != want {
 		t.Errorf("ask after the failed start: %d %q, want 200 %q", got.Status, got.Body, want)
 	}
-	checkLine(t, e, wantLine{level: "INFO", msg: "wake requested for pod qwen: accepted status=202"})
+	e.expectLine(wantLine{level: "INFO", msg: "wake requested for pod qwen: accepted status=202"})
 	return h
 }
 
@@ -466,6 +476,7 @@ func askAgainNotSent(t *testing.T, e *env, h *host) *host {
 // start goes out.
 func askAgainInFlight(t *testing.T, e *env, h *host) *host {
 	t.Helper()
+	e2e.WaitWatcher(t, e.clock, waitFor) // the start returned, its answer lost: watched
 	starts := e.cond.count(routeStart)
 	e.clock.Advance(time.Minute)
 	got := h.chat(t, session, "again")
@@ -507,8 +518,9 @@ func restartMidWake(t *testing.T, e *env, a *host) *host {
 	e.clock.Advance(2 * time.Minute)
 	gets := e.cond.count(routeGetPod)
 	b := e.start(t)
-	checkLine(t, e, wantLine{level: "INFO", msg: lineWakeResumed})
+	// B's resumed watch logs that it resumed, then reads the pod.
 	e2e.WaitCount(t, "GetPod requests of B's resumed watch", gets+1, func() int { return e.cond.count(routeGetPod) }, waitFor)
+	checkLine(t, e, wantLine{level: "INFO", msg: lineWakeResumed})
 	e2e.WaitWatcher(t, e.clock, waitFor)
 
 	got := b.chat(t, session, "are you there?")

@@ -10,6 +10,7 @@ import (
 
 // TestConformance runs the store conformance suite on the bbolt store.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, storetest.Suite{
 		Open: func(t *testing.T, o storetest.Options) store.Backend {
 			s, err := store.NoSync(store.Options{Now: o.Now, PendingTTL: o.PendingTTL, SessionHistoryBytes: o.SessionHistoryBytes}).

@@ -263,6 +263,7 @@ func checkCorruptError(t *testing.T, err error, path string) {
 // TestOpenAcceptsHarmlessDamage: damage bbolt recovers from, or that touches
 // nothing the store uses, opens, and every record is still there.
 func TestOpenAcceptsHarmlessDamage(t *testing.T) {
+	t.Parallel()
 	g := makeGoodStore(t)
 	free := -1
 	for id, n := 2, 0; id < g.hwm; id++ {
@@ -349,6 +350,7 @@ func TestOpenNeverCrashes(t *testing.T) {
 // store and lose every record without a word; Open refuses it, while an
 // absent file is created.
 func TestOpenRefusesEmptyFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "wake.db")
 	if err := os.WriteFile(path, nil, 0o600); err != nil {
 		t.Fatal(err)
@@ -369,6 +371,7 @@ func TestOpenRefusesEmptyFile(t *testing.T) {
 // over the tree finds nothing wrong, bbolt's check finds the page both used
 // and free, which would have bbolt hand it out again and overwrite it.
 func TestOpenRunsBboltCheck(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "wake.db")
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {

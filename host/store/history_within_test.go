@@ -14,6 +14,7 @@ import (
 // plain message of either role, as AppendTurn stores it (encodeMessage) or
 // as stores from before it did (json.Marshal, which escapes <, > and &).
 func TestContentSize(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		content string
 		plain   bool
@@ -95,7 +96,8 @@ func allocated(f func()) uint64 {
 // History of the default history_messages (20) decodes all ten answers to
 // send none, while HistoryWithin decodes no answer when its stored form
 // gives its size (1 MiB of plain text), and one when only decoding does
-// (300 KiB of escaped characters).
+// (300 KiB of escaped characters). Not parallel: it counts the process's
+// allocations.
 func TestHistoryWithinReadsOnlyWhatFits(t *testing.T) {
 	const (
 		turns    = 10

@@ -13,6 +13,7 @@ import (
 // counter's unguarded writes would be reported otherwise) and never another
 // key's.
 func TestKeyedMutex(t *testing.T) {
+	t.Parallel()
 	var k store.KeyedMutex
 	counts := map[string]*int{"a": new(int), "b": new(int)}
 	var wg sync.WaitGroup
@@ -42,6 +43,7 @@ func TestKeyedMutex(t *testing.T) {
 // LockContext waits for the key's holder until its context ends, and then
 // holds nothing.
 func TestKeyedMutexContext(t *testing.T) {
+	t.Parallel()
 	var k store.KeyedMutex
 	unlock := k.Lock("a")
 	ctx, cancel := context.WithCancel(t.Context())

@@ -27,6 +27,7 @@ func fullRecord(pod string, wake time.Time) machines.Record {
 // TestFullRecordIsFull keeps the corruption tests honest: when
 // machines.Record gains a field, fullRecord must set it.
 func TestFullRecordIsFull(t *testing.T) {
+	t.Parallel()
 	r := reflect.ValueOf(fullRecord("p", time.Date(2026, 9, 9, 14, 3, 0, 0, time.UTC)))
 	for i := range r.NumField() {
 		if r.Field(i).IsZero() {

@@ -81,6 +81,7 @@ func (cs *clockedStore) keys(t *testing.T, name []byte) []string {
 // cannot make, a session stored by an older host without a last turn, is
 // stamped rather than deleted.
 func TestPruneStampsLegacySessions(t *testing.T) {
+	t.Parallel()
 	type turn struct {
 		session string
 		at      time.Duration // after pruneT0
@@ -154,6 +155,7 @@ func TestPruneStampsLegacySessions(t *testing.T) {
 // TestPruneAgesStampedSessions: a session stamped by a Prune ages from that
 // Prune and goes once it is older than history_max_age.
 func TestPruneAgesStampedSessions(t *testing.T) {
+	t.Parallel()
 	cs := openClocked(t, 0)
 	cs.turnAt(t, "old", 0)
 	cs.unstamp(t, "old")
@@ -177,6 +179,7 @@ func TestPruneAgesStampedSessions(t *testing.T) {
 // PendingTTL is not there for Pending nor for TakePending, and is kept in
 // the file until Prune deletes it.
 func TestExpiredPendingReadsAsAbsent(t *testing.T) {
+	t.Parallel()
 	cs := openClocked(t, 35*time.Minute)
 	p := Pending{Key: "k", Pod: "qwen", CreatedAt: pruneT0}
 	if err := cs.PutPending(t.Context(), "s", p); err != nil {
@@ -213,6 +216,7 @@ func TestExpiredPendingReadsAsAbsent(t *testing.T) {
 // holds the cap, because bbolt reuses the pages pruning frees. Without the
 // pruning it grows with every session.
 func TestPruneKeepsStoreBounded(t *testing.T) {
+	t.Parallel()
 	const (
 		sessions = 1200
 		keep     = 100
@@ -306,6 +310,7 @@ func (r *recorder) lines() []logLine {
 // interval on the store's clock, logs what each pass removed, and Close
 // stops it (synctest fails the test if its goroutine outlives the bubble).
 func TestPruningInBackground(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		s, err := Options{PendingTTL: 35 * time.Minute}.Open(filepath.Join(t.TempDir(), "wake.db"))
 		if err != nil {

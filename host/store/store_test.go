@@ -29,6 +29,7 @@ func openTemp(t *testing.T) (*Store, string) {
 }
 
 func TestOpenCreatesPrivateDirAndFile(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data", "dir")
 	path := filepath.Join(dir, "wake.db")
 	s, err := Open(path)
@@ -54,6 +55,7 @@ func TestOpenCreatesPrivateDirAndFile(t *testing.T) {
 }
 
 func TestSecondOpenIsLocked(t *testing.T) {
+	t.Parallel()
 	s, path := openTemp(t)
 
 	start := time.Now()
@@ -93,6 +95,7 @@ func TestSecondOpenIsLocked(t *testing.T) {
 }
 
 func TestCloseIsIdempotent(t *testing.T) {
+	t.Parallel()
 	s, _ := openTemp(t)
 	for i := range 3 {
 		if err := s.Close(); err != nil {
@@ -102,6 +105,7 @@ func TestCloseIsIdempotent(t *testing.T) {
 }
 
 func TestCallsAfterCloseFail(t *testing.T) {
+	t.Parallel()
 	s, _ := openTemp(t)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -131,6 +135,7 @@ func TestCallsAfterCloseFail(t *testing.T) {
 }
 
 func TestSurvivesReopen(t *testing.T) {
+	t.Parallel()
 	s, path := openTemp(t)
 
 	wake := time.Date(2026, 9, 9, 14, 3, 0, 0, cest)

@@ -23,6 +23,7 @@ func loggedWake(pod string, wake time.Time, took time.Duration) machines.Wake {
 // (no wakes bucket; records without runningAt and served) opens, checks,
 // reads its records and logs wakes from then on.
 func TestWakeLogFromAnOlderStore(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "wake.db")
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
@@ -76,6 +77,7 @@ func TestWakeLogFromAnOlderStore(t *testing.T) {
 
 // TestWakeLogReopened: the log is checked by Open and survives a restart.
 func TestWakeLogReopened(t *testing.T) {
+	t.Parallel()
 	s, path := openTemp(t)
 	wake := time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
 	w := loggedWake("qwen", wake, 4*time.Minute)
@@ -102,6 +104,7 @@ func TestWakeLogReopened(t *testing.T) {
 // TestWakeLogDamaged: an entry that is not JSON, or a key of the wrong
 // size, is a corrupt store at Open, naming the pod.
 func TestWakeLogDamaged(t *testing.T) {
+	t.Parallel()
 	for name, damage := range map[string]func(log *bolt.Bucket) error{
 		"an entry that is not JSON": func(log *bolt.Bucket) error { return log.Put(make([]byte, 8), []byte("{not json")) },
 		"a key of the wrong size":   func(log *bolt.Bucket) error { return log.Put([]byte("short"), []byte("{}")) },

@@ -81,6 +81,7 @@ func startProvider(t *testing.T, spec supervisor.Spec) *supervisor.Provider {
 
 // Both real plugin binaries against fake conductor and model servers.
 func TestEndToEndConductor(t *testing.T) {
+	t.Parallel()
 	srv := newFakeServer(t, "X-Rig-Operator-Token", func(w http.ResponseWriter, r *http.Request, _ string) {
 		switch r.Method + " " + r.URL.Path {
 		case "GET /api/pods/qwen":
@@ -167,6 +168,7 @@ func TestEndToEndConductor(t *testing.T) {
 }
 
 func TestEndToEndProvider(t *testing.T) {
+	t.Parallel()
 	srv := newFakeServer(t, "Authorization", func(w http.ResponseWriter, r *http.Request, body string) {
 		if strings.Contains(body, `"model":"bad"`) {
 			w.WriteHeader(http.StatusBadGateway)
@@ -219,6 +221,7 @@ func TestEndToEndProvider(t *testing.T) {
 // A 200's body says how many bytes came with the head, through the
 // supervisor as from the plugin: the door sends its head with them.
 func TestEndToEndProviderBodyBuffered(t *testing.T) {
+	t.Parallel()
 	const answer = `{"choices":[{"message":{"role":"assistant","content":"up"}}]}`
 	srv := newFakeServer(t, "Authorization", func(w http.ResponseWriter, _ *http.Request, _ string) {
 		_, _ = io.WriteString(w, answer)

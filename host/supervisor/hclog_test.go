@@ -46,6 +46,7 @@ type stringer struct{}
 func (stringer) String() string { return "stringer with s3cret" }
 
 func TestHclogAdapterLevels(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		level hclog.Level
 		want  []captured
@@ -70,6 +71,7 @@ func TestHclogAdapterLevels(t *testing.T) {
 }
 
 func TestHclogAdapterGetLevel(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		min  slog.Level
 		want hclog.Level
@@ -93,6 +95,7 @@ func TestHclogAdapterGetLevel(t *testing.T) {
 }
 
 func TestHclogAdapterScrubs(t *testing.T) {
+	t.Parallel()
 	h := &captureHandler{min: LevelTrace}
 	a := newHclogAdapter(slog.New(h), scrubber([]string{"s3cret", "", "s3cret-longer"}))
 	l := a.Named("wake-plugin").With("implied", "s3cret-longer")
@@ -131,6 +134,7 @@ func TestHclogAdapterScrubs(t *testing.T) {
 }
 
 func TestHclogAdapterStandardWriter(t *testing.T) {
+	t.Parallel()
 	h := &captureHandler{min: LevelTrace}
 	a := newHclogAdapter(slog.New(h), scrubber([]string{"s3cret"}))
 	w := a.StandardWriter(&hclog.StandardLoggerOptions{ForceLevel: hclog.Warn})
@@ -147,6 +151,7 @@ func TestHclogAdapterStandardWriter(t *testing.T) {
 }
 
 func TestScrubberLongestFirst(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		secrets []string
 		in      string
@@ -166,6 +171,7 @@ func TestScrubberLongestFirst(t *testing.T) {
 }
 
 func TestHandshakeProblem(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		err  string
 		want string

@@ -12,6 +12,7 @@ import (
 // Health follows the process through an exit, a failed relaunch, a
 // relaunch that runs and Close, on synctest's clock.
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		// Launch 2 (the first relaunch) fails; the others run until killed.
 		f := newFakeLauncher(func(n int) (bool, time.Duration) { return n == 2, forever })

@@ -11,6 +11,7 @@ import (
 // moment after its Kill returns): a caller that killed a crashed plugin
 // and looks again finds it down, never the dead process.
 func TestExitedWhenKillReturns(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -36,6 +37,7 @@ func TestExitedWhenKillReturns(t *testing.T) {
 // A process that exits by itself closes exited once go-plugin says so,
 // with no kill.
 func TestExitedWhenGoPluginSaysSo(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		exited, _ := exitSignal(ctx, func() { t.Error("stopped without a kill") })

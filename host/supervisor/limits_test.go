@@ -19,6 +19,7 @@ import (
 // both ways, and refuses larger ones on purpose: gRPC's default of 4 MiB
 // failed a long conversation with "received message larger than max".
 func TestMessageLimits(t *testing.T) {
+	t.Parallel()
 	const big = 6 << 20 // well above gRPC's default, below the limit
 	// The model echoes the size of the last message it got, as that many
 	// bytes of "y".

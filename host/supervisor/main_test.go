@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
 
 // Plugin binaries built once by TestMain.
@@ -27,33 +28,19 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "supervisor-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "the supervisor tests build plugin binaries and need go on PATH:", err)
-		return 1
-	}
-	// One build for all four: the go command builds them in parallel.
-	cmd := exec.Command(gobin, "build", "-o", dir+string(filepath.Separator),
-		"github.com/wakeonchat/wakeonchat/plugins/conductor/cmd/wake-plugin-conductor",
-		"github.com/wakeonchat/wakeonchat/plugins/provider-openai/cmd/wake-plugin-provider-openai",
-		"./testdata/testplugin",
-		"./testdata/garbage",
-		"./testdata/protocol3",
+	// One build for all: the go command builds them in parallel, and links
+	// again only what changed since the last run (e2e.BuildBinaries).
+	dir, err := e2e.BuildBinaries(
+		"./host/supervisor/testdata/testplugin",
+		"./host/supervisor/testdata/garbage",
+		"./host/supervisor/testdata/protocol3",
 	)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "build plugins:", err)
 		return 1
 	}
-	conductorBin = filepath.Join(dir, "wake-plugin-conductor")
-	openaiBin = filepath.Join(dir, "wake-plugin-provider-openai")
+	conductorBin = filepath.Join(dir, e2e.ConductorBin)
+	openaiBin = filepath.Join(dir, e2e.ProviderBin)
 	testBin = filepath.Join(dir, "testplugin")
 	garbageBin = filepath.Join(dir, "garbage")
 	protocol3Bin = filepath.Join(dir, "protocol3")

@@ -19,6 +19,7 @@ import (
 // A plugin that exits is counted when a relaunch fails and when one works,
 // and not for the launch that started it.
 func TestRelaunchesCounted(t *testing.T) {
+	t.Parallel()
 	m := metrics.New(metrics.Options{})
 	m.WatchPlugin("conductor", func() bool { return true })
 	synctest.Test(t, func(t *testing.T) {
@@ -50,6 +51,7 @@ wakeonchat_plugin_relaunch_failures_total{plugin="conductor"} 1
 }
 
 func TestGetResult(t *testing.T) {
+	t.Parallel()
 	live, gone := context.Background(), cancelled()
 	tests := []struct {
 		name string
@@ -75,6 +77,7 @@ func TestGetResult(t *testing.T) {
 }
 
 func TestStartResult(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		r    pluginapi.StartResult
@@ -124,6 +127,7 @@ func (g wordyGPU) StopPod(context.Context, string) (pluginapi.StartResult, error
 // A plugin that answers a start in the supervisor's own words is counted
 // by what it answered: not sent, not a plugin error.
 func TestStartInThePluginsOwnWordsCounted(t *testing.T) {
+	t.Parallel()
 	m := metrics.New(metrics.Options{})
 	r := pluginapi.StartResult{Error: errPluginError}
 	launch := func(context.Context) (*instance, error) {

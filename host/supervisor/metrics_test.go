@@ -13,6 +13,7 @@ import (
 // Every call the host makes to the conductor through the GPU plugin is
 // counted once, with its result, whatever the plugin did.
 func TestConductorRequestsCounted(t *testing.T) {
+	t.Parallel()
 	m := metrics.New(metrics.Options{})
 	spec := testSpec(t, nil)
 	spec.Metrics = m

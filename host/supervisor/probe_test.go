@@ -19,6 +19,7 @@ import (
 // probe can learn nothing about the model is an error with a fixed text,
 // and a crash relaunches the plugin, as for any call.
 func TestProbe(t *testing.T) {
+	t.Parallel()
 	provider := startProvider(t, testSpec(t, nil))
 	ctx := context.Background()
 	tests := []struct {
@@ -54,6 +55,7 @@ func TestProbe(t *testing.T) {
 // A plugin that never answers a probe, whatever its ctx says, holds the
 // probe no longer than the caller's deadline, and is not taken for a crash.
 func TestProbeHangHonoursDeadline(t *testing.T) {
+	t.Parallel()
 	logs := newRecorder()
 	provider := startProvider(t, testSpec(t, logs))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -79,6 +81,7 @@ func TestProbeHangHonoursDeadline(t *testing.T) {
 // The real OpenAI-compatible plugin probes GET {endpoint}/models with the
 // key, and only the model list answers.
 func TestEndToEndProbe(t *testing.T) {
+	t.Parallel()
 	var loaded atomic.Bool
 	srv := newFakeServer(t, "Authorization", func(w http.ResponseWriter, r *http.Request, _ string) {
 		if !loaded.Load() {

@@ -21,6 +21,7 @@ func (b bufferedBody) Buffered() int { return b.n }
 // to send its head with the bytes that came with the model's. A body that
 // cannot say holds nothing.
 func TestProviderBodyBuffered(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		body io.ReadCloser

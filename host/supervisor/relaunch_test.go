@@ -119,6 +119,7 @@ func plus(d time.Duration, delays []time.Duration) []time.Duration {
 }
 
 func TestRelaunchSchedule(t *testing.T) {
+	t.Parallel()
 	const window = 10 * time.Minute
 	tests := []struct {
 		name string
@@ -203,6 +204,7 @@ func TestRelaunchSchedule(t *testing.T) {
 // A plugin killed while idle is relaunched without any call; Ready follows
 // the process within the relaunch delay; and each step is logged.
 func TestIdleExitIsRelaunched(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeLauncher(func(n int) (bool, time.Duration) { return n == 2, forever })
 		logs := &records{}
@@ -246,6 +248,7 @@ func TestIdleExitIsRelaunched(t *testing.T) {
 // callWait and before its deadline, and otherwise fails at once, without
 // launching anything itself.
 func TestCallsWhileDown(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		// Launches 2 to 9 fail: after the exit, the streak's delays grow.
 		f := newFakeLauncher(func(n int) (bool, time.Duration) { return n > 1 && n < 10, forever })
@@ -299,6 +302,7 @@ func TestCallsWhileDown(t *testing.T) {
 // Close during a relaunch delay ends the watch at once: synctest would
 // report its goroutine blocked otherwise.
 func TestCloseDuringDelay(t *testing.T) {
+	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		f := newFakeLauncher(func(n int) (bool, time.Duration) { return n > 1, 0 })
 		p := newSupervised(Spec{Name: "x"}, "gpu", f.launch)

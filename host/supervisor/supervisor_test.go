@@ -36,7 +36,8 @@ func testSpec(t *testing.T, logs *recorder) supervisor.Spec {
 }
 
 // The plugin sees Spec.Env and go-plugin's handshake variables, nothing
-// of the host's environment.
+// of the host's environment. Not parallel: it sets a variable of the
+// test's own environment.
 func TestEnvironmentIsExplicit(t *testing.T) {
 	t.Setenv("WAKE_TEST_UNRELATED_SECRET", "do-not-inherit")
 	gpu := startGPU(t, testSpec(t, nil))
@@ -58,6 +59,7 @@ func TestEnvironmentIsExplicit(t *testing.T) {
 // them), on its first launch and on a relaunch alike; none are given when
 // Spec has none.
 func TestArgsReachThePlugin(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -96,6 +98,7 @@ func TestArgsReachThePlugin(t *testing.T) {
 // The plugin is told the lowest level the host's logger keeps, so that it
 // writes no line the host would drop.
 func TestPluginLogLevelFollowsTheHost(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		level slog.Level
 		want  string
@@ -119,6 +122,7 @@ func TestPluginLogLevelFollowsTheHost(t *testing.T) {
 }
 
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	gpu := supervisor.NewGPU(testSpec(t, nil))
 	if gpu.Ready() {
 		t.Error("Ready before Start")
@@ -146,6 +150,7 @@ func TestLifecycle(t *testing.T) {
 
 // A call before Start launches the plugin.
 func TestFirstCallLaunches(t *testing.T) {
+	t.Parallel()
 	gpu := supervisor.NewGPU(testSpec(t, nil))
 	t.Cleanup(func() { _ = gpu.Close() })
 	if _, err := gpu.GetPod(context.Background(), "qwen"); err != nil {
@@ -157,6 +162,7 @@ func TestFirstCallLaunches(t *testing.T) {
 }
 
 func TestLaunchFailures(t *testing.T) {
+	t.Parallel()
 	missing := t.TempDir() + "/no-such-plugin"
 	tests := []struct {
 		name     string
@@ -218,6 +224,7 @@ func TestLaunchFailures(t *testing.T) {
 
 // A plugin that dies mid-GetPod is relaunched and GetPod retried once.
 func TestGetPodCrashIsRetriedOnce(t *testing.T) {
+	t.Parallel()
 	logs := newRecorder()
 	gpu := startGPU(t, testSpec(t, logs))
 	ctx := context.Background()
@@ -251,6 +258,7 @@ func TestGetPodCrashIsRetriedOnce(t *testing.T) {
 // A plugin killed between calls is noticed on the next call, which gets
 // the retried result from a new process.
 func TestKilledPluginIsRelaunched(t *testing.T) {
+	t.Parallel()
 	gpu := startGPU(t, testSpec(t, nil))
 	ctx := context.Background()
 	first := pid(t, gpu)
@@ -270,6 +278,7 @@ func TestKilledPluginIsRelaunched(t *testing.T) {
 // A plugin killed while idle is relaunched with no call: Ready turns
 // false, then true again within a second, and the relaunch is logged.
 func TestIdlePluginIsRelaunched(t *testing.T) {
+	t.Parallel()
 	logs := newRecorder()
 	gpu := startGPU(t, testSpec(t, logs))
 	first := pid(t, gpu)
@@ -301,6 +310,7 @@ func awaitReady(t *testing.T, gpu *supervisor.GPU, want bool) {
 
 // Concurrent callers that meet a dead plugin share one relaunch.
 func TestConcurrentCallersShareOneRelaunch(t *testing.T) {
+	t.Parallel()
 	gpu := startGPU(t, testSpec(t, nil))
 	if err := syscall.Kill(pid(t, gpu), syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -347,6 +357,7 @@ func pid(t *testing.T, gpu *supervisor.GPU) int {
 // unknown outcome (the request may have gone out), and the next call
 // relaunches the plugin.
 func TestStartStopCrashIsAnOutcome(t *testing.T) {
+	t.Parallel()
 	gpu := startGPU(t, testSpec(t, nil))
 	ctx := context.Background()
 	for _, call := range []struct {
@@ -377,6 +388,7 @@ func TestStartStopCrashIsAnOutcome(t *testing.T) {
 
 // Complete is never retried: a crash is a plain provider failure.
 func TestCompleteCrash(t *testing.T) {
+	t.Parallel()
 	provider := startProvider(t, testSpec(t, nil))
 	ctx := context.Background()
 	msgs := []pluginapi.Message{{Role: "user", Content: "hi"}}
@@ -410,6 +422,7 @@ func TestCompleteCrash(t *testing.T) {
 
 // The caller's deadline reaches the plugin; a hang is not a crash.
 func TestHangingCallHonoursDeadline(t *testing.T) {
+	t.Parallel()
 	gpu := startGPU(t, testSpec(t, nil))
 	before := pid(t, gpu)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -432,6 +445,7 @@ func TestHangingCallHonoursDeadline(t *testing.T) {
 // with secrets scrubbed from the message and from attributes; secrets are
 // scrubbed from returned errors too.
 func TestPluginLogsAreForwardedAndScrubbed(t *testing.T) {
+	t.Parallel()
 	logs := newRecorder()
 	gpu := startGPU(t, testSpec(t, logs))
 

@@ -2,12 +2,12 @@
 // host/faulttest; never imported by non-test code.
 //
 // What both suites do the same way lives here: building wakehost and the
-// plugin binaries once per test binary ([BuildBinaries]), a concurrency-safe
-// JSON log the hosts write and the tests read ([Log]), a wake.toml for one
-// provider on the pod qwen ([Config]), an app.App served in the test's
-// process ([Start], [Host]) with every response body recorded ([Bodies]) for
-// the secret checks, waits on the fake clock and on counters, and the
-// default replies both suites assert byte for byte. What is a suite's own
+// plugin binaries into a directory kept between runs ([BuildBinaries]), a
+// concurrency-safe JSON log the hosts write and the tests read ([Log]), a
+// wake.toml for one provider on the pod qwen ([Config]), an app.App served
+// in the test's process ([Start], [Host]) with every response body
+// recorded ([Bodies]) for the secret checks, waits on the fake clock and
+// on counters, and the default replies both suites assert byte for byte. What is a suite's own
 // (the simulator-driven stories of host/app, the scripted servers and rows
 // of host/faulttest) stays in the suite.
 //

@@ -12,10 +12,18 @@ import (
 // clock, and fails the test after within.
 func WaitWatcher(t testing.TB, c *clock.Fake, within time.Duration) {
 	t.Helper()
+	WaitWaiters(t, c, 1, within)
+}
+
+// WaitWaiters waits until at least n goroutines wait on the fake clock (a
+// wake's watch, a held request's timers), and fails the test after within.
+// A wake's watch waits on the clock only once its start returned.
+func WaitWaiters(t testing.TB, c *clock.Fake, n int, within time.Duration) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	if err := c.BlockUntilWaiters(ctx, 1); err != nil {
-		t.Fatalf("at %s nothing waits on the fake clock after %v: no wake watch is running", c.Now().Format(time.TimeOnly), within)
+	if err := c.BlockUntilWaiters(ctx, n); err != nil {
+		t.Fatalf("at %s %d wait on the fake clock after %v, want %d: no wake watch is running", c.Now().Format(time.TimeOnly), c.Waiters(), within, n)
 	}
 }
 

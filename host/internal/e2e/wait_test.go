@@ -36,9 +36,17 @@ func TestWaitCount(t *testing.T) {
 func TestWaitWatcher(t *testing.T) {
 	c := clock.NewFake(time.Date(2026, 9, 9, 12, 26, 25, 0, time.UTC))
 	r := record(t, func(tb testing.TB) { WaitWatcher(tb, c, 20*time.Millisecond) })
-	if !r.fatal || len(r.errors) != 1 || !strings.Contains(r.errors[0], "at 12:26:25 nothing waits on the fake clock") {
+	if !r.fatal || len(r.errors) != 1 || !strings.Contains(r.errors[0], "at 12:26:25 0 wait on the fake clock after 20ms, want 1") {
 		t.Errorf("no waiter: fatal %v, errors %q", r.fatal, r.errors)
 	}
 	go c.After(time.Minute)
 	WaitWatcher(t, c, 5*time.Second)
+
+	// One waiter is not two.
+	r = record(t, func(tb testing.TB) { WaitWaiters(tb, c, 2, 20*time.Millisecond) })
+	if !r.fatal || len(r.errors) != 1 || !strings.Contains(r.errors[0], "at 12:26:25 1 wait on the fake clock after 20ms, want 2") {
+		t.Errorf("one waiter of two: fatal %v, errors %q", r.fatal, r.errors)
+	}
+	go c.After(time.Minute)
+	WaitWaiters(t, c, 2, 5*time.Second)
 }

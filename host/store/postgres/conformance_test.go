@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,8 +12,9 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/store/storetest"
 )
 
-// dsns remembers the DSN of each store a suite opened, for its peers.
-var dsns = map[*postgres.Store]string{} // the suite runs its cases one at a time
+// dsns remembers the DSN of each store a suite opened, for its peers
+// (*postgres.Store to string): the suite runs its cases in parallel.
+var dsns sync.Map
 
 // openAt opens a store on dsn with o, closed at t's cleanup.
 func openAt(t *testing.T, dsn string, o postgres.Options) *postgres.Store {
@@ -30,16 +32,18 @@ func openAt(t *testing.T, dsn string, o postgres.Options) *postgres.Store {
 // TestConformance runs the store conformance suite on PostgreSQL, each case
 // in a schema of its own.
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	pgtest.Need(t)
 	storetest.Run(t, storetest.Suite{
 		Open: func(t *testing.T, o storetest.Options) store.Backend {
 			dsn := pgtest.Schema(t)
 			s := openAt(t, dsn, options(o))
-			dsns[s] = dsn
+			dsns.Store(s, dsn)
 			return s.Backend()
 		},
 		Peer: func(t *testing.T, first store.Backend, o storetest.Options) store.Backend {
-			return openAt(t, dsns[first.Records.(*postgres.Store)], options(o)).Backend()
+			dsn, _ := dsns.Load(first.Records.(*postgres.Store))
+			return openAt(t, dsn.(string), options(o)).Backend()
 		},
 		Crash: func(s store.Backend) { postgres.Crash(s.Records.(*postgres.Store)) },
 	})

@@ -15,6 +15,7 @@ import (
 // A failure's class names its kind and never its text: the server's
 // SQLSTATE first, then the transport's class as the plugins name it.
 func TestClass(t *testing.T) {
+	t.Parallel()
 	const secret = "postgres://wake:hunter2@db.internal:5432/wake"
 	tests := []struct {
 		err  error

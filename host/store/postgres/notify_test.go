@@ -17,6 +17,7 @@ import (
 // nothing. When the listener loses the database and gets it back, it
 // resyncs every record, and later changes arrive again.
 func TestRecordChanges(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.Schema(t)
 	proxy, proxied := pgtest.NewProxy(t, dsn)
 	quiet := slog.New(slog.DiscardHandler)

@@ -22,6 +22,7 @@ func open(ctx context.Context, dsn string) (*postgres.Store, error) {
 // again changes nothing; replicas starting at once on a fresh schema all
 // open it; a schema a newer host migrated is refused, saying so.
 func TestSchemaVersions(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.Schema(t)
 	ctx := context.Background()
 
@@ -86,6 +87,7 @@ func version(t *testing.T, dsn string) int {
 // (before the wake log) is migrated at Open: its records are kept, its
 // pods have no logged wake, and wakes are logged from then on.
 func TestMigrateFromVersion1(t *testing.T) {
+	t.Parallel()
 	dsn := pgtest.Schema(t)
 	ctx := context.Background()
 	s, err := open(ctx, dsn)
@@ -129,6 +131,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 // variable and says what is wrong, and never quotes the DSN or its
 // password.
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	pgtest.Need(t)
 	const secret = "s3cret-pw"
 	_, proxied := pgtest.NewProxy(t, "postgres://wake:"+secret+"@127.0.0.1:5432/test")
@@ -165,6 +168,7 @@ func TestOpenErrors(t *testing.T) {
 // with an *Error that says what the store was doing and quotes nothing of
 // the DSN; once it is back, the same store works again.
 func TestDatabaseDrops(t *testing.T) {
+	t.Parallel()
 	proxy, dsn := pgtest.NewProxy(t, pgtest.Schema(t))
 	s, err := postgres.Open(context.Background(), dsn, postgres.Options{OpTimeout: 2 * time.Second, ConnectTimeout: time.Second})
 	if err != nil {

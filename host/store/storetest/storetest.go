@@ -5,7 +5,8 @@
 // keeps its state.
 //
 // A backend's test calls Run with a Suite that opens a fresh, empty store
-// per case; a backend that several replicas share also gives Peer, and the
+// per case (the cases run in parallel, so Open and Peer must be safe to
+// call at once); a backend that several replicas share also gives Peer, and the
 // cases about replicas run too. The suite only uses the capabilities in
 // store.Backend (the Turns cases run when Turns is not nil); what is a
 // backend's own (bbolt's file checks, PostgreSQL's schema versions) is
@@ -54,24 +55,36 @@ var T0 = time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
 
 // Run runs every case against the backend.
 func Run(t *testing.T, s Suite) {
-	t.Run("Records", func(t *testing.T) { testRecords(t, s) })
-	t.Run("UpdateRecord", func(t *testing.T) { testUpdateRecord(t, s) })
-	t.Run("WakeLog", func(t *testing.T) { testWakeLog(t, s) })
-	t.Run("History", func(t *testing.T) { testHistory(t, s) })
-	t.Run("HistoryWithin", func(t *testing.T) { testHistoryWithin(t, s) })
-	t.Run("SessionBudget", func(t *testing.T) { testSessionBudget(t, s) })
-	t.Run("Pending", func(t *testing.T) { testPending(t, s) })
-	t.Run("Prune", func(t *testing.T) { testPrune(t, s) })
-	t.Run("Closed", func(t *testing.T) { testClosed(t, s) })
-	t.Run("Cancelled", func(t *testing.T) { testCancelled(t, s) })
-	t.Run("Leases", func(t *testing.T) { testLeases(t, s) })
-	t.Run("Turns", func(t *testing.T) { testTurns(t, s) })
-	t.Run("Replicas", func(t *testing.T) {
-		if s.Peer == nil {
-			t.Skip("the backend is held by one process: no replicas")
-		}
-		testReplicas(t, s)
-	})
+	// Each case opens stores of its own: they run in parallel, and the
+	// ones that wait on real time (leases, turns, replicas) overlap.
+	for _, c := range []struct {
+		name string
+		run  func(*testing.T, Suite)
+	}{
+		{"Records", testRecords},
+		{"UpdateRecord", testUpdateRecord},
+		{"WakeLog", testWakeLog},
+		{"History", testHistory},
+		{"HistoryWithin", testHistoryWithin},
+		{"SessionBudget", testSessionBudget},
+		{"Pending", testPending},
+		{"Prune", testPrune},
+		{"Closed", testClosed},
+		{"Cancelled", testCancelled},
+		{"Leases", testLeases},
+		{"Turns", testTurns},
+		{"Replicas", func(t *testing.T, s Suite) {
+			if s.Peer == nil {
+				t.Skip("the backend is held by one process: no replicas")
+			}
+			testReplicas(t, s)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.run(t, s)
+		})
+	}
 }
 
 // clock is a settable clock for a case.
