@@ -85,6 +85,7 @@ api_key_env = "RUNPOD_TEST_KEY"
 url = %q
 proxy_url = %q
 pods = { gpu = "rp7xq2" }
+stop_after_idle = "0s" # the test's clock runs past 15 idle minutes; the idle stop has its own tests
 
 [[providers]]
 name = "qwen"

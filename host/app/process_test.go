@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -126,6 +127,24 @@ func launchWakehost(t *testing.T, cfg string, env []string, args ...string) *wak
 	if err := os.WriteFile(cfg, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The port is found free and then handed to wakehost, so a test
+	// running in parallel may take it in between: then wakehost exits at
+	// once, and it is launched again on another port.
+	for attempt := 1; ; attempt++ {
+		h, busy := launchOnce(t, cfg, env, args)
+		if !busy {
+			return h
+		}
+		if attempt == 3 {
+			t.Fatalf("wakehost found its port taken three times; the last log:\n%s", h.log)
+		}
+	}
+}
+
+// launchOnce runs wakehost on a port found free and waits for /readyz 200;
+// busy is true when it exited because another process took the port first.
+func launchOnce(t *testing.T, cfg string, env, args []string) (h *wakehost, busy bool) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +152,7 @@ func launchWakehost(t *testing.T, cfg string, env []string, args ...string) *wak
 	addr := ln.Addr().String()
 	ln.Close()
 
-	h := &wakehost{addr: addr, base: "http://" + addr, log: &e2e.Log{}, client: &http.Client{Transport: &http.Transport{}}, exited: make(chan struct{})}
+	h = &wakehost{addr: addr, base: "http://" + addr, log: &e2e.Log{}, client: &http.Client{Transport: &http.Transport{}}, exited: make(chan struct{})}
 	h.cmd = exec.Command(filepath.Join(binDir, e2e.WakehostBin),
 		append([]string{"-config", cfg, "-listen", addr, "-log-format", "json"}, args...)...)
 	h.cmd.Env = append([]string{}, env...)
@@ -158,10 +177,13 @@ func launchWakehost(t *testing.T, cfg string, env []string, args ...string) *wak
 	deadline := time.Now().Add(waitFor)
 	for {
 		if status, _, err := h.get("/readyz"); err == nil && status == http.StatusOK {
-			return h
+			return h, false
 		}
 		select {
 		case <-h.exited:
+			if strings.Contains(h.log.String(), "address already in use") {
+				return h, true
+			}
 			t.Fatalf("wakehost exited before /readyz answered 200: %v\nthe log:\n%s", h.err, h.log)
 		default:
 		}
