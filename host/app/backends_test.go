@@ -130,10 +130,7 @@ api_key_env = ""
 	var qwenReplies, gpuReplies []string
 	qwenReplies = append(qwenReplies, ask("qwen", "hello qwen"))
 	gpuReplies = append(gpuReplies, ask("gpu", "hello gpu"))
-	h.log.WaitLine(t, "wake refused for pod gpu: status=400", 1, waitFor)
-	if p := podOf(t, h, "gpu"); p.State != "refused" {
-		t.Errorf("GET /api/pods/gpu after the refusal: state %q, want refused", p.State)
-	}
+	h.waitPodState(t, "gpu", "refused")
 	if p := podOf(t, h, "qwen"); p.State != "waking" {
 		t.Errorf("GET /api/pods/qwen while gpu was refused: state %q, want waking", p.State)
 	}
@@ -143,17 +140,14 @@ api_key_env = ""
 	stepTo(t, clk, base.Add(time.Minute), 5*time.Second)
 	qwenReplies = append(qwenReplies, ask("qwen", "still there?"))
 	gpuReplies = append(gpuReplies, ask("gpu", "and you?"))
-	line := h.log.WaitLine(t, "wake refused for pod gpu: status=401", 1, waitFor)
-	if !strings.Contains(line.Msg, "RUNPOD_TEST_KEY") || strings.Contains(line.Msg, "RIG_WAKE_TOKEN") {
-		t.Errorf("refused line %q: want it to name RUNPOD_TEST_KEY and not RIG_WAKE_TOKEN", line.Msg)
-	}
+	h.waitPodState(t, "gpu", "refused") // the ask made it waking: this is the second refusal
 
 	// Minute 2: the third start goes through; RunPod boots the pod, the
 	// host's watch finds it RUNNING and its model answering.
 	stepTo(t, clk, base.Add(2*time.Minute), 5*time.Second)
 	qwenReplies = append(qwenReplies, ask("qwen", "now?"))
 	gpuReplies = append(gpuReplies, ask("gpu", "now?"))
-	stepUntilLine(t, clk, h.log, "wake ready for pod gpu", 5*time.Second)
+	h.stepUntilPodState(t, "gpu", "ready", 5*time.Second)
 
 	want := []string{e2e.ReplyWaking, e2e.ReplyStillWaking(1), e2e.ReplyStillWaking(2)}
 	if diff := cmp.Diff(want, qwenReplies); diff != "" {
@@ -171,7 +165,7 @@ api_key_env = ""
 	}
 
 	// qwen is ready on its own schedule, 9 minutes after its wake.
-	stepUntilLine(t, clk, h.log, "wake ready for pod qwen", 5*time.Second)
+	h.stepUntilPodState(t, "qwen", "ready", 5*time.Second)
 	if got := ask("qwen", "and now qwen"); !strings.Contains(got, "and now qwen") {
 		t.Errorf("qwen once ready: %q, want the model's echo", got)
 	}
@@ -199,6 +193,16 @@ api_key_env = ""
 	}
 	if starts != 3 {
 		t.Errorf("RunPod got %d starts, want 3 (two refused, one accepted)", starts)
+	}
+	// The refusals' lines, once the host has stopped and its log is
+	// whole: a 401 names the key's variable, not RIG_WAKE_TOKEN.
+	h.stop(t)
+	if got := len(h.log.Matching(t, "wake refused for pod gpu: status=400")); got != 1 {
+		t.Errorf("%d lines of the no-free-GPU refusal, want 1", got)
+	}
+	lines := h.log.Matching(t, "wake refused for pod gpu: status=401")
+	if len(lines) != 1 || !strings.Contains(lines[0].Msg, "RUNPOD_TEST_KEY") || strings.Contains(lines[0].Msg, "RIG_WAKE_TOKEN") {
+		t.Errorf("refused lines %v: want one, naming RUNPOD_TEST_KEY and not RIG_WAKE_TOKEN", lines)
 	}
 	h.log.CheckNoSecrets(t, key)
 }

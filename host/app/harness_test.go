@@ -271,7 +271,13 @@ func stepTo(t *testing.T, c *clock.Fake, target time.Time, step time.Duration) {
 // stream is the hub's: opening it reads nothing from the conductor.
 func (h *testHost) waitState(t *testing.T, state string) podEvent {
 	t.Helper()
-	es := h.openEvents(t, "/api/pods/qwen/events")
+	return h.waitPodState(t, "qwen", state)
+}
+
+// waitPodState is waitState for pod.
+func (h *testHost) waitPodState(t *testing.T, pod, state string) podEvent {
+	t.Helper()
+	es := h.openEvents(t, "/api/pods/"+pod+"/events")
 	defer es.close()
 	for {
 		if e := es.nextPod(t); e.State == state {
@@ -286,7 +292,13 @@ func (h *testHost) waitState(t *testing.T, state string) podEvent {
 // come within waitFor.
 func (h *testHost) stepUntilState(t *testing.T, state string, step time.Duration) podEvent {
 	t.Helper()
-	es := h.openEvents(t, "/api/pods/qwen/events")
+	return h.stepUntilPodState(t, "qwen", state, step)
+}
+
+// stepUntilPodState is stepUntilState for pod.
+func (h *testHost) stepUntilPodState(t *testing.T, pod, state string, step time.Duration) podEvent {
+	t.Helper()
+	es := h.openEvents(t, "/api/pods/"+pod+"/events")
 	defer es.close()
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
@@ -309,29 +321,6 @@ func (h *testHost) stepUntilState(t *testing.T, state string, step time.Duration
 			}
 			h.clock.Advance(step)
 		}
-	}
-}
-
-// stepUntilLine advances the fake clock by step each time the wake's watch
-// waits on it, until a log line starts with prefix; it returns that line.
-// It synchronises on log text: a new test waits on stepUntilState (the
-// pod's event), and checks a line it pins once the event followed it.
-func stepUntilLine(t *testing.T, c *clock.Fake, logs *e2e.Log, prefix string, step time.Duration) e2e.Line {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for {
-		if got := logs.Matching(t, prefix); len(got) > 0 {
-			return got[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no log line starting %q after %v (clock at %s); the log:\n%s",
-				prefix, waitFor, c.Now().Format(time.TimeOnly), logs.String())
-		}
-		if c.Waiters() > 0 {
-			c.Advance(step)
-			continue
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
