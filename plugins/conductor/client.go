@@ -144,7 +144,7 @@ type podJSON struct {
 // 500", "conductor answered malformed JSON: ...", "conductor timed out
 // after 3s", "conductor unreachable: ECONNREFUSED", "invalid pod name".
 func (c *Client) GetPod(ctx context.Context, name string) (pluginapi.Pod, error) {
-	if !ValidName(name) {
+	if !pluginapi.ValidPodName(name) {
 		return pluginapi.Pod{}, &pluginapi.LookupError{Message: "invalid pod name"}
 	}
 	timeout := effectiveTimeout(ctx, c.lookupTimeout)

@@ -52,7 +52,7 @@ func (c *Client) post(ctx context.Context, name, action string, withToken bool) 
 }
 
 func (c *Client) send(ctx context.Context, name, action string, withToken bool) pluginapi.StartResult {
-	if !ValidName(name) {
+	if !pluginapi.ValidPodName(name) {
 		return pluginapi.StartResult{Error: "invalid pod name"}
 	}
 	began := time.Now()
