@@ -176,7 +176,14 @@ type Decision struct {
 type Policy struct {
 	Timings Timings
 	Replies *Replies
+	// Backends names, by pod, the pod's GPU backend as the replies say it
+	// ({{.Backend}}); a pod not in it is on DefaultBackend.
+	Backends map[string]string
 }
+
+// DefaultBackend is how the replies name the GPU backend of a pod that
+// Policy.Backends does not name: the design's conductor.
+const DefaultBackend = "the conductor"
 
 // DefaultPolicy is the design's timings and wording.
 func DefaultPolicy() Policy {
@@ -393,6 +400,10 @@ func (p *Pod) replyData(before, after Record, est Estimate, now time.Time) Reply
 		EtaMinutes:      p.etaMinutes(est),
 		IdleMinutes:     wholeMinutes(t.PodIdleStop),
 		Status:          before.RefusedStatus,
+		Backend:         DefaultBackend,
+	}
+	if b, ok := p.policy.Backends[before.Pod]; ok {
+		d.Backend = b
 	}
 	if at, remaining, ok := p.Eta(after, est, now); ok {
 		d.RemainingMinutes = roundMinutes(remaining)

@@ -692,3 +692,33 @@ func TestRecordFromBeforeStates(t *testing.T) {
 		})
 	}
 }
+
+// TestRepliesNameThePodsBackend: a refused or unsent start's reply names
+// the backend Policy.Backends gives the pod, and the conductor for a pod
+// it does not name.
+func TestRepliesNameThePodsBackend(t *testing.T) {
+	t.Parallel()
+	p, err := NewPod(Policy{Timings: DefaultTimings(), Replies: MustDefaultReplies(), Backends: map[string]string{"gpu": "RunPod"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pod   string
+		state engine.State
+		want  string
+	}{
+		{"gpu", Refused, "The last wake request was refused by RunPod (HTTP 409). Waking it again — about 9 minutes."},
+		{"gpu", StartFailed, "The last wake request may not have reached RunPod. Trying again — about 9 minutes."},
+		{"qwen", Refused, "The last wake request was refused by the conductor (HTTP 409). Waking it again — about 9 minutes."},
+		{"qwen", StartFailed, "The last wake request may not have reached the conductor. Trying again — about 9 minutes."},
+	} {
+		r := Record{Pod: tc.pod, State: tc.state, WakeRequestedAt: at(0), RefusedStatus: 409}
+		d, _, err := p.Decide(r, notReady(at(time.Second), "EXITED"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Text != tc.want {
+			t.Errorf("%s in %s: reply %q, want %q", tc.pod, tc.state, d.Text, tc.want)
+		}
+	}
+}

@@ -87,8 +87,8 @@ func DefaultReplies() map[ReplyKey]string {
 		ReplyUnreadable:       "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.",
 		ReplyReadyThenStopped: "The GPU woke and was ready at {{.ReadyAt}}, then stopped — it shuts down after {{plural .IdleMinutes \"idle minute\" \"idle minutes\"}}. Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
 		ReplyNeverReady:       "The wake requested at {{.WakeRequestedAt}} did not complete — the GPU never became ready. Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
-		ReplyRefused:          "The last wake request was refused by the conductor (HTTP {{.Status}}). Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
-		ReplyWakeFailed:       "The last wake request may not have reached the conductor. Trying again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
+		ReplyRefused:          "The last wake request was refused by {{.Backend}} (HTTP {{.Status}}). Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
+		ReplyWakeFailed:       "The last wake request may not have reached {{.Backend}}. Trying again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
 		ReplyResumeWaiting:    "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU.",
 		ReplyIdleStopped:      "The GPU was stopped after it idled, to save money. Waking it again — about {{plural .EtaMinutes \"minute\" \"minutes\"}}.",
 	}
@@ -118,6 +118,10 @@ type ReplyData struct {
 	ReadyAt         string // when the last ready boot became ready: "15:04 UTC", date-prefixed when not today
 	WakeRequestedAt string // when the current wake was requested, same format
 	Status          int    // the HTTP status of a refused start
+	// Backend is how the replies name the pod's GPU backend, the one that
+	// refused or did not get a start: Policy.Backends, "the conductor" by
+	// default.
+	Backend string
 }
 
 // ReplyFuncs returns the functions a reply template can call, beside
@@ -145,6 +149,7 @@ func SampleReplyData() ReplyData {
 	return ReplyData{
 		Pod: "qwen", ElapsedMinutes: 3, ExpectedMinutes: 9, EtaMinutes: 9, RemainingMinutes: 6, EtaAt: "12:35 UTC",
 		LoadingMinutes: 21, IdleMinutes: 15, ReadyAt: "2026-09-10 14:05 UTC", WakeRequestedAt: "12:26 UTC", Status: 409,
+		Backend: DefaultBackend,
 	}
 }
 

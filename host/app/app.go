@@ -165,11 +165,11 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if err := a.store.Retainer.StartPruning(retention, cfg.Store.PruneInterval.Duration, a.log); err != nil {
 		return nil, err
 	}
-	replies, err := cfg.ParsedReplies()
+	policy, err := cfg.MachinePolicy()
 	if err != nil {
 		return nil, err
 	}
-	pod, err := machines.NewPod(machines.Policy{Timings: cfg.MachineTimings(), Replies: replies})
+	pod, err := machines.NewPod(policy)
 	if err != nil {
 		return nil, err
 	}

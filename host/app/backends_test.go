@@ -153,7 +153,7 @@ api_key_env = ""
 	if diff := cmp.Diff(want, qwenReplies); diff != "" {
 		t.Errorf("qwen's replies while gpu was refused (-want +got):\n%s", diff)
 	}
-	want = []string{e2e.ReplyWaking, e2e.ReplyRefused(400), e2e.ReplyRefused(401)}
+	want = []string{e2e.ReplyWaking, e2e.ReplyRefusedBy("RunPod", 400), e2e.ReplyRefusedBy("RunPod", 401)}
 	if diff := cmp.Diff(want, gpuReplies); diff != "" {
 		t.Errorf("gpu's replies (-want +got):\n%s", diff)
 	}

@@ -84,9 +84,9 @@ func Check(o Options) (string, []error) {
 	}
 
 	// The reply templates, as New builds from them.
-	if replies, err := cfg.ParsedReplies(); err != nil {
+	if policy, err := cfg.MachinePolicy(); err != nil {
 		problems = append(problems, err)
-	} else if _, err := machines.NewPod(machines.Policy{Timings: cfg.MachineTimings(), Replies: replies}); err != nil {
+	} else if _, err := machines.NewPod(policy); err != nil {
 		add("replies", err)
 	}
 	if _, err := openai.NewRecognizer(cfg.Replies); err != nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/wakeonchat/wakeonchat/machines"
 )
 
 // The kinds of GPU backend ([[backends]] kind), each driven by its own GPU
@@ -215,6 +217,18 @@ func BackendOf(p Provider) string {
 		return ConductorBackend
 	}
 	return p.Backend
+}
+
+// Called is how the replies name a backend of b's kind ({{.Backend}}):
+// "the conductor", "RunPod" or, for a command backend, "the pod's machine".
+func (b Backend) Called() string {
+	switch b.Kind {
+	case KindRunPod:
+		return "RunPod"
+	case KindCommand:
+		return "the pod's machine"
+	}
+	return machines.DefaultBackend
 }
 
 // LookupCap is the backend's own cap on one pod read: lookup_timeout, or

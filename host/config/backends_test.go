@@ -288,3 +288,29 @@ func TestGPUBackends(t *testing.T) {
 		t.Errorf("GPUBackends set Table on the config's own backend")
 	}
 }
+
+// TestMachinePolicyNamesBackends: the replies name each pod's backend by
+// its kind; a pod on the [conductor] table's backend is the conductor's.
+func TestMachinePolicyNamesBackends(t *testing.T) {
+	c := DefaultConfig()
+	rp, box := DefaultBackend(KindRunPod), DefaultBackend(KindCommand)
+	rp.Name, box.Name = "rp", "box"
+	c.Backends = []Backend{rp, box}
+	c.Providers = []Provider{
+		{Name: "a", Pod: "qwen"},
+		{Name: "b", Pod: "gpu", Backend: "rp"},
+		{Name: "c", Pod: "home", Backend: "box"},
+		{Name: "d", BaseURL: "http://10.0.0.5:8000"},
+	}
+	p, err := c.MachinePolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"qwen": "the conductor", "gpu": "RunPod", "home": "the pod's machine"}
+	if diff := cmp.Diff(want, p.Backends); diff != "" {
+		t.Errorf("MachinePolicy().Backends (-want +got):\n%s", diff)
+	}
+	if p.Replies == nil || p.Timings != c.MachineTimings() {
+		t.Errorf("MachinePolicy: replies %v, timings %+v, want the file's", p.Replies, p.Timings)
+	}
+}

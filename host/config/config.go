@@ -227,6 +227,24 @@ func (c Config) MachineTimings() machines.Timings {
 	}
 }
 
+// MachinePolicy is the pod machine's policy the file gives: its timings,
+// its parsed replies and how they name each pod's GPU backend.
+func (c Config) MachinePolicy() (machines.Policy, error) {
+	replies, err := c.ParsedReplies()
+	if err != nil {
+		return machines.Policy{}, err
+	}
+	backends := map[string]string{}
+	for _, b := range c.GPUBackends() {
+		for _, p := range c.Providers {
+			if p.Pod != "" && BackendOf(p) == b.Name {
+				backends[p.Pod] = b.Called()
+			}
+		}
+	}
+	return machines.Policy{Timings: c.MachineTimings(), Replies: replies, Backends: backends}, nil
+}
+
 // ParsedReplies parses the reply templates. For a Config from Load
 // it cannot fail: validation already parsed and rendered them. Errors are
 // *Error naming the key, e.g. "replies.still_waking".

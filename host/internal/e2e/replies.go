@@ -1,6 +1,10 @@
 package e2e
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/wakeonchat/wakeonchat/machines"
+)
 
 // The host's answers both suites assert byte for byte, with the default
 // wording and timings (expected_wake 9m).
@@ -17,6 +21,16 @@ func ReplyStillWaking(minutes int) string {
 
 // ReplyRefused is the reply to the ask after the conductor refused a start
 // with status.
-func ReplyRefused(status int) string {
-	return fmt.Sprintf("The last wake request was refused by the conductor (HTTP %d). Waking it again — about 9 minutes.", status)
+func ReplyRefused(status int) string { return ReplyRefusedBy(machines.DefaultBackend, status) }
+
+// ReplyRefusedBy is the reply to the ask after the GPU backend the replies
+// call backend refused a start with status, rendered from the default
+// wording.
+func ReplyRefusedBy(backend string, status int) string {
+	text, err := machines.MustDefaultReplies().Render(machines.ReplyRefused,
+		machines.ReplyData{EtaMinutes: 9, Status: status, Backend: backend})
+	if err != nil {
+		panic(err)
+	}
+	return text
 }
