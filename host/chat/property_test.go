@@ -135,7 +135,7 @@ var propPolicyReplies = func() []*regexp.Regexp {
 	fields := map[string]string{
 		"ElapsedMinutes": `\d+`, "ExpectedMinutes": `\d+`, "LoadingMinutes": `\d+`, "IdleMinutes": `\d+`,
 		"EtaMinutes": `\d+`, "RemainingMinutes": `\d+`, "EtaAt": `(` + clockTime + `)?`,
-		"Status": `\d{3}`, "ReadyAt": clockTime, "WakeRequestedAt": clockTime,
+		"Status": `\d{3}`, "ReadyAt": clockTime, "WakeRequestedAt": clockTime, "Backend": `[A-Za-z' ]+`,
 	}
 	// {{plural .EtaMinutes "minute" "minutes"}}, quoted: a number and either word.
 	plural := regexp.MustCompile(`\\\{\\\{plural \\\.\w+ "([^"]*)" "([^"]*)"\\\}\\\}`)

@@ -36,6 +36,7 @@ const (
 	markReadyAt         = "\x00readyAt\x00"
 	markWakeRequestedAt = "\x00wakeRequestedAt\x00"
 	markEtaAt           = "\x00etaAt\x00"
+	markBackend         = "\x00backend\x00"
 )
 
 var intMarks = []int{918273645, 918273647, 918273649, 918273651, 918273653, 918273655, 918273657}
@@ -46,6 +47,7 @@ var fieldPatterns = map[string]string{
 	markReadyAt:         `(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2} UTC`,
 	markWakeRequestedAt: `(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2} UTC`,
 	markEtaAt:           `(?:(?:\d{4}-\d{2}-\d{2} )?\d{2}:\d{2} UTC)?`, // "" when no wake is in progress
+	markBackend:         `[A-Za-z' ]{1,40}`,                            // config.Backend.Called: "the conductor", "RunPod", ...
 }
 
 func init() {
@@ -60,7 +62,7 @@ func NewRecognizer(texts map[machines.ReplyKey]string) (*Recognizer, error) {
 	data := machines.ReplyData{
 		Pod: markPod, ElapsedMinutes: intMarks[0], ExpectedMinutes: intMarks[1], LoadingMinutes: intMarks[2],
 		IdleMinutes: intMarks[3], ReadyAt: markReadyAt, WakeRequestedAt: markWakeRequestedAt, Status: intMarks[4],
-		EtaMinutes: intMarks[5], RemainingMinutes: intMarks[6], EtaAt: markEtaAt,
+		EtaMinutes: intMarks[5], RemainingMinutes: intMarks[6], EtaAt: markEtaAt, Backend: markBackend,
 	}
 	marks := make([]string, 0, len(fieldPatterns))
 	for m := range fieldPatterns {

@@ -23,13 +23,13 @@ func TestRecognizerKnowsEveryReply(t *testing.T) {
 	data := []machines.ReplyData{
 		machines.SampleReplyData(),
 		{Pod: "llama-70b", ElapsedMinutes: 0, ExpectedMinutes: 12, LoadingMinutes: 125, IdleMinutes: 5,
-			ReadyAt: machines.FormatClock(now, now), WakeRequestedAt: machines.FormatClock(now.Add(-48*time.Hour), now), Status: 503},
+			ReadyAt: machines.FormatClock(now, now), WakeRequestedAt: machines.FormatClock(now.Add(-48*time.Hour), now), Status: 503, Backend: "RunPod"},
 		{Pod: "qwen", ElapsedMinutes: 6, ExpectedMinutes: 9, EtaMinutes: 4, RemainingMinutes: 0,
 			EtaAt: machines.FormatClock(now.Add(-2*time.Minute), now), ReadyAt: machines.FormatClock(now, now),
-			WakeRequestedAt: machines.FormatClock(now.Add(-6*time.Minute), now), Status: 409},
+			WakeRequestedAt: machines.FormatClock(now.Add(-6*time.Minute), now), Status: 409, Backend: "the pod's machine"},
 		// One of each: "1 minute", in the singular.
 		{Pod: "qwen", ElapsedMinutes: 1, ExpectedMinutes: 1, EtaMinutes: 1, RemainingMinutes: 1, LoadingMinutes: 1, IdleMinutes: 1,
-			EtaAt: machines.FormatClock(now, now), ReadyAt: machines.FormatClock(now, now), WakeRequestedAt: machines.FormatClock(now, now), Status: 409},
+			EtaAt: machines.FormatClock(now, now), ReadyAt: machines.FormatClock(now, now), WakeRequestedAt: machines.FormatClock(now, now), Status: 409, Backend: machines.DefaultBackend},
 	}
 	for _, k := range machines.ReplyKeys {
 		for _, d := range data {
