@@ -194,8 +194,8 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		Pod: pod, Records: a.store.Records, Wakes: a.store.WakeLog, GPU: a.gpu, Clock: a.clock, Logger: a.log,
 		WatchPoll: cfg.Timings.WatchPoll.Duration, StartTimeout: startCap(a.backends),
 		Stops: stops, Credentials: credentials,
-		Changed: a.changed,
-		Probe:   a.probers(), ProbeInterval: cfg.Timings.ProbeInterval.Duration,
+		Changed: a.changed, Following: following(a.store.Changes),
+		Probe: a.probers(), ProbeInterval: cfg.Timings.ProbeInterval.Duration,
 		Leases: a.store.Leases, Takeover: takeover,
 		Subscribers: a.hub,
 	})

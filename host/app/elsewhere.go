@@ -26,6 +26,15 @@ func (a *App) followElsewhere(ctx context.Context) error {
 	return a.store.Changes.OnRecordChange(ctx, a.changedElsewhere)
 }
 
+// following is the coordinator's Following for a store whose changes are
+// ch: nil for a store this host alone writes.
+func following(ch store.Changes) func() bool {
+	if ch == nil {
+		return nil
+	}
+	return ch.Following
+}
+
 // changedElsewhere is the store's OnRecordChange. The coordinator reads the
 // pod's record and wake log again under the pod's lock, so the hub gets
 // the newest record in order with this host's own changes, and the

@@ -210,4 +210,9 @@ type Changes interface {
 	// Only one fn may be set. ctx bounds the wait for the first LISTEN;
 	// the listener runs on until Close.
 	OnRecordChange(ctx context.Context, fn func(RecordChange)) error
+	// Following reports whether the listener is hearing every change now:
+	// it is connected and, after a reconnection, has handed fn the Resync
+	// of every record. While it is not, a host's records may be missing
+	// the other hosts' changes.
+	Following() bool
 }

@@ -95,6 +95,11 @@ type Config struct {
 	// changes; it must not block (a subscriber hub buffers, a metric sets a
 	// gauge) and must not call back into the Coordinator.
 	Changed func(Change)
+	// Following, when set, reports whether this process hears every other
+	// host's change of a record now (store.Changes.Following): only then
+	// are the records it holds the ones stored, within the notices' delay.
+	// Nil: this process is the store's only writer (bbolt), so they are.
+	Following func() bool
 }
 
 // Change is one stored change of a pod's record.
@@ -122,6 +127,7 @@ type Coordinator struct {
 	wakeWatch    time.Duration
 	startTimeout time.Duration
 	changed      func(Change)
+	hearsAll     func() bool // Config.Following
 	leases       store.Leases
 	takeover     time.Duration
 	credentials  map[string]string
@@ -202,6 +208,7 @@ func New(cfg Config) *Coordinator {
 		wakeWatch:    cfg.Pod.Timings().WakeWatch,
 		startTimeout: cfg.StartTimeout,
 		changed:      cfg.Changed,
+		hearsAll:     cfg.Following,
 		leases:       cfg.Leases,
 		takeover:     cfg.Takeover,
 		credentials:  cfg.Credentials,
@@ -306,6 +313,27 @@ func (c *Coordinator) learn(pod string, rec machines.Record) {
 	c.mu.Unlock()
 }
 
+// held is the record this process holds of pod, when that is the record
+// as stored: it has read or stored one, and no other host's change can
+// have gone unheard (Config.Following).
+func (c *Coordinator) held(pod string) (machines.Record, bool) {
+	if c.hearsAll != nil && !c.hearsAll() {
+		return machines.Record{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rec, ok := c.known[pod]
+	return rec, ok
+}
+
+// forget drops the record this process holds of pod: the next event reads
+// the stored one.
+func (c *Coordinator) forget(pod string) {
+	c.mu.Lock()
+	delete(c.known, pod)
+	c.mu.Unlock()
+}
+
 // remember keeps rec as the record this process last knew of its pod,
 // under the pod's lock.
 func (c *Coordinator) remember(pod string, rec machines.Record) {
@@ -321,11 +349,9 @@ func (c *Coordinator) event(ctx context.Context, pod string, ev machines.Event) 
 	}
 	defer c.wg.Done()
 	switch _, _, err := c.apply(ctx, pod, ev); {
-	case err == nil:
-		c.storeAnswered(ctx)
 	case isStoreError(err):
 		c.storeFailed(ctx, pod, err.Error())
-	default:
+	case err != nil:
 		c.log.LogAttrs(ctx, slog.LevelError, err.Error(), slog.String("pod", pod))
 	}
 }
@@ -462,6 +488,7 @@ func (c *Coordinator) Elsewhere(pod string, seen func(machines.Record)) error {
 	}
 	rec, err := c.records.Record(c.stopping, pod)
 	if err != nil {
+		c.forget(pod) // it changed elsewhere: what this process holds is old
 		return fmt.Errorf("wake: record of pod %s: %w", pod, err)
 	}
 	c.saw(rec)
@@ -528,26 +555,31 @@ func (c *Coordinator) apply(ctx context.Context, pod string, ev machines.Event) 
 	return d, next, err
 }
 
-// update runs ev for pod: read the record; when admit says ev is for it
+// update runs ev for pod: take the record; when admit says ev is for it
 // (nil admits every record), stamp ev.At and the pod's estimate, decide,
 // and persist what changed, with the wake log entry the change makes
 // (machines.LogWake) in the same transaction. applied is false when admit
 // turned ev away; nothing was written then.
 //
 // Most events change nothing (an ask while the pod wakes: "still
-// waking"): decided on a plain read, they take no lock and write nothing,
-// as if decided at the moment of the read, so that the asks of a pod do
-// not queue behind each other's reads (on PostgreSQL a read is a round
-// trip). An event that changes the record is decided again on the record
-// as it is under the pod's lock, in this process (lockPod) and across
-// every host sharing the store (Records.UpdateRecord): change.
+// waking"): they are decided on the record this process holds (held), or
+// on a plain read when it holds none that is current, take no lock and
+// write nothing, as if decided at the moment the record was last stored,
+// so that the asks of a pod neither queue behind each other nor cost a
+// round trip each on PostgreSQL. An event that changes the record is
+// decided again on the record as it is under the pod's lock, in this
+// process (lockPod) and across every host sharing the store
+// (Records.UpdateRecord): change.
 func (c *Coordinator) update(ctx context.Context, pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
 	est, _ := c.wakeLog(ctx, pod)
-	rec, err := c.records.Record(ctx, pod)
-	if err != nil {
-		return machines.Decision{}, machines.Record{}, false, storeError{fmt.Errorf("wake: record of pod %s: %w", pod, err)}
+	rec, ok := c.held(pod)
+	if !ok {
+		if rec, err = c.records.Record(ctx, pod); err != nil {
+			return machines.Decision{}, machines.Record{}, false, storeError{fmt.Errorf("wake: record of pod %s: %w", pod, err)}
+		}
+		c.storeAnswered(ctx)
+		c.learn(pod, rec)
 	}
-	c.learn(pod, rec)
 	if admit != nil && !admit(rec) {
 		return machines.Decision{}, rec, false, nil
 	}
@@ -598,11 +630,18 @@ func (c *Coordinator) change(ctx context.Context, pod string, ev machines.Event,
 		return machines.Decision{}, machines.Record{}, false, decideErr
 	case err != nil:
 		return machines.Decision{}, machines.Record{}, false, storeError{fmt.Errorf("wake: update record of pod %s: %w", pod, err)}
+	}
+	c.storeAnswered(ctx)
+	switch {
 	case applied && !after.Equal(before):
 		if entry != nil {
 			c.readWakeLogLocked(ctx, pod)
 		}
 		c.storedLocked(before, after, d, ev, entry)
+	default:
+		// Nothing changed: the record read under the lock is the newest
+		// this process knows.
+		c.remember(pod, after)
 	}
 	return d, after, applied, nil
 }

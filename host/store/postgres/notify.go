@@ -139,6 +139,8 @@ func (s *Store) listenOnce(ctx context.Context, fn func(store.RecordChange), up 
 			fn(store.RecordChange{After: r, Resync: true})
 		}
 	}
+	s.following.Store(true)
+	defer s.following.Store(false)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -155,6 +157,10 @@ func (s *Store) listenOnce(ctx context.Context, fn func(store.RecordChange), up 
 		fn(store.RecordChange{Before: nt.Before, After: nt.After})
 	}
 }
+
+// Following reports whether the listener is connected and has resynced
+// since it last lost the database (store.Changes).
+func (s *Store) Following() bool { return s.following.Load() }
 
 // stopListening stops the listener and waits for it.
 func (s *Store) stopListening() {

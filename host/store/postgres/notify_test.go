@@ -15,7 +15,8 @@ import (
 // another within a second, in order, before and after; a replica hears
 // none of its own; a replica on another schema of the database hears
 // nothing. When the listener loses the database and gets it back, it
-// resyncs every record, and later changes arrive again.
+// resyncs every record, and later changes arrive again. It is Following
+// from its first LISTEN on, not while it resyncs, and again after.
 func TestRecordChanges(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.Schema(t)
@@ -25,23 +26,31 @@ func TestRecordChanges(t *testing.T) {
 	b := openAt(t, proxied, postgres.Options{Logger: quiet, OpTimeout: time.Second, ConnectTimeout: time.Second})
 	other := openAt(t, pgtest.Schema(t), postgres.Options{Logger: quiet})
 
-	listen := func(s *postgres.Store) <-chan store.RecordChange {
-		ch := make(chan store.RecordChange, 64)
-		if err := s.OnRecordChange(t.Context(), func(c store.RecordChange) { ch <- c }); err != nil {
+	// heard is a change and whether the listener was Following as it came.
+	type heard struct {
+		store.RecordChange
+		following bool
+	}
+	listen := func(s *postgres.Store) <-chan heard {
+		ch := make(chan heard, 64)
+		if err := s.OnRecordChange(t.Context(), func(c store.RecordChange) { ch <- heard{c, s.Following()} }); err != nil {
 			t.Fatal(err)
 		}
 		return ch
 	}
 	atA, atB, atOther := listen(a), listen(b), listen(other)
+	if !b.Following() {
+		t.Error("B is not Following once OnRecordChange returned")
+	}
 	if err := b.OnRecordChange(t.Context(), func(store.RecordChange) {}); err == nil {
 		t.Error("a second OnRecordChange: no error")
 	}
-	next := func(ch <-chan store.RecordChange, within time.Duration) (store.RecordChange, bool) {
+	next := func(ch <-chan heard, within time.Duration) (heard, bool) {
 		select {
 		case c := <-ch:
 			return c, true
 		case <-time.After(within):
-			return store.RecordChange{}, false
+			return heard{}, false
 		}
 	}
 
@@ -59,8 +68,8 @@ func TestRecordChanges(t *testing.T) {
 		if !ok {
 			t.Fatalf("change %d had not reached B %v after it was stored", i+1, time.Since(sent))
 		}
-		if !got.Before.Equal(want.Before) || !got.After.Equal(want.After) || got.Resync {
-			t.Errorf("change %d at B = %+v, want %+v", i+1, got, want)
+		if !got.Before.Equal(want.Before) || !got.After.Equal(want.After) || got.Resync || !got.following {
+			t.Errorf("change %d at B = %+v, want %+v, following", i+1, got, want)
 		}
 	}
 	// An update that changes nothing is no change.
@@ -94,6 +103,9 @@ func TestRecordChanges(t *testing.T) {
 		if !c.Resync {
 			t.Fatalf("B heard %+v before its resync", c)
 		}
+		if c.following {
+			t.Errorf("B was Following during its resync (%s)", c.After.Pod)
+		}
 		resynced[c.After.Pod] = c.After
 	}
 	if !resynced["qwen"].Equal(ready) || !resynced["llama"].Equal(llama) {
@@ -102,7 +114,7 @@ func TestRecordChanges(t *testing.T) {
 	if err := a.PutRecord(t.Context(), waking); err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := next(atB, time.Second); !ok || c.Resync || !c.After.Equal(waking) || !c.Before.Equal(ready) {
-		t.Errorf("the change after the resync at B = %+v, %v; want ready to waking", c, ok)
+	if c, ok := next(atB, time.Second); !ok || c.Resync || !c.After.Equal(waking) || !c.Before.Equal(ready) || !c.following {
+		t.Errorf("the change after the resync at B = %+v, %v; want ready to waking, following", c, ok)
 	}
 }

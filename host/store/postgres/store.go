@@ -77,6 +77,7 @@ type Store struct {
 		stop context.CancelFunc
 		done chan struct{}
 	}
+	following atomic.Bool // Following
 }
 
 // Backend is s's capabilities, all of them: several hosts share a
