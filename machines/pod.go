@@ -84,6 +84,13 @@ type Record struct {
 	// does. The wake clears them.
 	StoppedAt  time.Time `json:"stoppedAt,omitzero"`
 	StopReason string    `json:"stopReason,omitempty"`
+	// AnsweredAt is when the pod's model last answered a user's turn, as
+	// the host that answered it stamped it: the idle stop of every host
+	// sharing the store measures from it (host/wake). A host stamps it
+	// only when the stored stamp is a minute old or more, so it may be up
+	// to a minute older than the last answer. The machine never reads or
+	// changes it, and a wake keeps it; zero until a stamp.
+	AnsweredAt time.Time `json:"answeredAt,omitzero"`
 }
 
 // NewRecord returns the record of a pod nothing is known about.
@@ -436,5 +443,5 @@ func (r Record) Equal(o Record) bool {
 	return r.Pod == o.Pod && r.State == o.State && r.RefusedStatus == o.RefusedStatus &&
 		r.WakeRequestedAt.Equal(o.WakeRequestedAt) && r.ModelLoadingSince.Equal(o.ModelLoadingSince) &&
 		r.ReadyAt.Equal(o.ReadyAt) && r.RunningAt.Equal(o.RunningAt) && r.Served == o.Served &&
-		r.StoppedAt.Equal(o.StoppedAt) && r.StopReason == o.StopReason
+		r.StoppedAt.Equal(o.StoppedAt) && r.StopReason == o.StopReason && r.AnsweredAt.Equal(o.AnsweredAt)
 }

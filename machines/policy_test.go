@@ -652,6 +652,8 @@ func TestRecordEqual(t *testing.T) {
 		"pod":      func(r *Record) { r.Pod = "other" },
 		"running":  func(r *Record) { r.RunningAt = at(2 * min) },
 		"served":   func(r *Record) { r.Served = true },
+		"stopped":  func(r *Record) { r.StoppedAt, r.StopReason = at(20*min), StopIdle },
+		"answered": func(r *Record) { r.AnsweredAt = at(5 * min) },
 	} {
 		c := a
 		change(&c)
@@ -679,6 +681,8 @@ func TestRecordFromBeforeStates(t *testing.T) {
 			rec(Ready, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(0), at(9*min) })},
 		{"today's record", `{"pod":"qwen","state":"stopped","readyAt":"2026-09-09T12:09:00Z"}`,
 			rec(Stopped, func(r *Record) { r.ReadyAt = at(9 * min) })},
+		{"a record with an answer's stamp", `{"pod":"qwen","state":"ready","readyAt":"2026-09-09T12:09:00Z","answeredAt":"2026-09-09T12:14:00Z"}`,
+			rec(Ready, func(r *Record) { r.ReadyAt, r.AnsweredAt = at(9*min), at(14*min) })},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

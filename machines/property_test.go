@@ -100,7 +100,8 @@ func randomStep(r *rand.Rand, p Timings) time.Duration {
 //   - a wake starts with no RUNNING time and no turn served; only an
 //     answered turn serves, never the watch's probe;
 //   - the wake log gets one entry per wake, each with an outcome and
-//     ready times only for a ready one.
+//     ready times only for a ready one;
+//   - the answer's stamp (AnsweredAt) is the host's: no event changes it.
 func TestProperties(t *testing.T) {
 	policy := DefaultPolicy()
 	pod, err := NewPod(policy)
@@ -110,8 +111,10 @@ func TestProperties(t *testing.T) {
 	const sequences, steps = 300, 120
 	for seed := uint64(1); seed <= sequences; seed++ {
 		r := rand.New(rand.NewPCG(seed, seed*7919))
-		rec := NewRecord("qwen")
 		now := time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
+		rec := NewRecord("qwen")
+		// A host's stamp from before the sequence, which it must keep.
+		rec.AnsweredAt = now.Add(-time.Hour)
 		var log []Wake // the wake log, as a store keeps it: one entry per wake
 		for i := 0; i < steps; i++ {
 			now = now.Add(randomStep(r, policy.Timings))
@@ -164,6 +167,9 @@ func TestProperties(t *testing.T) {
 				if (next.State == Idled) != (wantIdled || rec.State == Idled) || (!wantIdled && !next.Equal(rec)) || (wantIdled && (!next.StoppedAt.Equal(now) || next.StopReason != ev.StopReason)) {
 					t.Fatalf("seed %d step %d: host stop from %s went to %s: %+v", seed, i, rec.State, next.State, next)
 				}
+			}
+			if !next.AnsweredAt.Equal(rec.AnsweredAt) {
+				t.Fatalf("seed %d step %d: %s changed the answer's stamp to %s", seed, i, ev.Trigger, next.AnsweredAt)
 			}
 			if next.State == Idled && rec.State != Idled && ev.Trigger != HostStopped {
 				t.Fatalf("seed %d step %d: %s made the pod idled", seed, i, ev.Trigger)

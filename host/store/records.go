@@ -149,5 +149,6 @@ func stored(r machines.Record) machines.Record {
 	r.ReadyAt = UTC(r.ReadyAt)
 	r.RunningAt = UTC(r.RunningAt)
 	r.StoppedAt = UTC(r.StoppedAt)
+	r.AnsweredAt = UTC(r.AnsweredAt)
 	return r
 }

@@ -102,7 +102,9 @@ type Config struct {
 	Following func() bool
 }
 
-// Change is one stored change of a pod's record.
+// Change is one stored change of a pod's record. A stamp of an answer
+// (Record.AnsweredAt, AnswerStamp) comes with the answered event it
+// stamps, at its time.
 type Change struct {
 	Before, After machines.Record
 	Event         machines.Event // its At is when the change was decided; its Estimate the one it was decided by
@@ -290,8 +292,21 @@ func (c *Coordinator) Observe(ctx context.Context, pod string, p pluginapi.Pod) 
 // served) and nothing is read or written. On a store the hosts share that
 // record is current within the listener's notices of the other hosts'
 // changes (Elsewhere); any other record is decided as every event is.
+// For a pod with an idle stop, an answer whose stamp is due (AnswerStamp)
+// stamps the record in the background, once the answer's own change, if
+// any, is stored: never on the answer's path.
 func (c *Coordinator) Answered(ctx context.Context, pod string, readySince time.Time) {
-	c.touch(pod, func(a *activity) { a.lastAnswer = c.now() })
+	now := c.now()
+	stamp := false
+	c.touch(pod, func(a *activity) {
+		a.lastAnswer = now
+		stamp = c.stampDueLocked(pod, a, now)
+	})
+	if stamp {
+		// After the event below: the stamp takes the pod's lock, which
+		// the first answer of a wake must not wait for.
+		defer c.stampAnswer(pod, now)
+	}
 	c.mu.Lock()
 	rec, ok := c.known[pod]
 	c.mu.Unlock()

@@ -53,7 +53,9 @@
 //  7. With Config.Stops, the host stops a pod that idled (idle.go): once
 //     across the hosts sharing the store (the stop's lease), never with a
 //     turn in flight (Begin), and feeds the stop to the machine
-//     (HostStopped).
+//     (HostStopped). Its idle time runs from the last answer any of them
+//     gave: each stamps the pod's record with its answers, at most once
+//     per AnswerStamp, in the background (stamp.go).
 //
 // What this package must not do: block a turn on the network (no start, pod
 // read or watch runs in NotReady's path, and no pod lock is held across a

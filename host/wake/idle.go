@@ -29,10 +29,13 @@ type Subscribers interface {
 // feeds hostStopped to the machine. A refused or failed stop changes
 // nothing and is logged at ERROR; the loop tries again one period later.
 //
-// What a host knows of the activity is its own: the turns it runs and the
-// answers it sees. Another host's answers reach it through the store only
-// as far as they change the record (the first answer of a wake marks it
-// served); see docs/design.md, "The idle stop".
+// The answers are shared through the store: the idle stop measures from
+// the later of this host's own last answer and the record's stamp, which
+// every host that answers the pod writes (stamp.go), so that of the hosts
+// sharing the store none stops a pod another answered less than
+// stop_after_idle ago (within AnswerStamp). The turns in flight and the
+// subscribers a host counts are its own; see docs/design.md, "The idle
+// stop".
 
 // Log lines of the idle stop (docs/operations.md).
 const (
@@ -46,12 +49,14 @@ type activity struct {
 	rec      machines.Record // the record as last stored or seen
 	known    bool            // rec was read or seen
 	inFlight int             // turns, held requests and resumes of this pod
-	// lastAnswer is when the model last answered a user's turn; lastEnd
+	// lastAnswer is when the model last answered a user's turn here (the
+	// record's AnsweredAt is when any host last stamped one); lastEnd
 	// when a turn, hold or resume of the pod last ended; lastAsk when a
 	// turn last found it not ready; lastWaiter when a subscriber to its
 	// events was last seen.
 	lastAnswer, lastEnd, lastAsk, lastWaiter time.Time
 	retryAt                                  time.Time // after a stop that did not happen
+	stamping                                 bool      // a stamp of an answer is being written (stamp.go)
 	poke                                     chan struct{}
 }
 
@@ -168,7 +173,7 @@ func (c *Coordinator) stopDueLocked(pod string, p StopPolicy, a *activity, now t
 	}
 	busy := latest(rec.ReadyAt, a.lastEnd, c.idle.anyEnded)
 	if p.AfterIdle > 0 {
-		consider(latest(busy, a.lastAnswer), p.AfterIdle, machines.StopIdle)
+		consider(latest(busy, a.lastAnswer, rec.AnsweredAt), p.AfterIdle, machines.StopIdle)
 	}
 	if p.UnservedAfter > 0 && !rec.Served && !rec.WakeRequestedAt.IsZero() {
 		if c.subscribers != nil && c.subscribers.Subscribers(pod) > 0 {
@@ -265,8 +270,9 @@ func (c *Coordinator) tryStop(pod string, p StopPolicy, reason string) {
 }
 
 // confirmStop is the last look before a stop: under the pod's lock, on the
-// record as stored, the stop is still due now and nothing is in flight. It
-// returns how long the pod has been idle (or unserved).
+// record as stored, the stop is still due now and nothing is in flight; a
+// stamp another host stored since this host last saw the record postpones
+// it. It returns how long the pod has been idle (or unserved).
 func (c *Coordinator) confirmStop(pod string, p StopPolicy, reason string) (time.Duration, bool) {
 	unlock := c.lockPod(pod)
 	defer unlock()
@@ -283,7 +289,7 @@ func (c *Coordinator) confirmStop(pod string, p StopPolicy, reason string) (time
 	a.rec, a.known = rec, true
 	due, why, since, ok := c.stopDueLocked(pod, p, a, now)
 	if !ok || why != reason || due.After(now) {
-		return 0, false // a turn began, an answer came, or the pod changed
+		return 0, false // a turn began, an answer came (here or elsewhere), or the pod changed
 	}
 	return now.Sub(since).Round(time.Second), true
 }

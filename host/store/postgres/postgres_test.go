@@ -127,6 +127,51 @@ func TestMigrateFromVersion1(t *testing.T) {
 	}
 }
 
+// TestRecordFromBeforeTheStamp: the answer's stamp (Record.AnsweredAt) is
+// a key of the record's JSON, which needs no migration: a record a host
+// stored before it (no key) reads with no stamp, a stamp stored on it
+// reads back, and the notice of that change carries it to another
+// replica.
+func TestRecordFromBeforeTheStamp(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	a := openAt(t, dsn, postgres.Options{})
+	b := openAt(t, dsn, postgres.Options{})
+	changes := make(chan store.RecordChange, 4)
+	if err := b.OnRecordChange(t.Context(), func(c store.RecordChange) { changes <- c }); err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, dsn, `INSERT INTO wake_pods (pod, record) VALUES ('qwen', $1::jsonb)`,
+		`{"pod":"qwen","state":"ready","wakeRequestedAt":"2026-09-09T12:00:00Z","modelLoadingSince":"0001-01-01T00:00:00Z",`+
+			`"readyAt":"2026-09-09T12:04:00Z","refusedStatus":0,"runningAt":"2026-09-09T12:03:00Z","served":true}`)
+	wake := time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
+	old := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: wake,
+		ReadyAt: wake.Add(4 * time.Minute), RunningAt: wake.Add(3 * time.Minute), Served: true}
+	if got, err := a.Record(t.Context(), "qwen"); err != nil || !got.Equal(old) {
+		t.Fatalf("the record from before the stamp = %+v, %v; want %+v", got, err, old)
+	}
+
+	stamped := old
+	stamped.AnsweredAt = wake.Add(7 * time.Minute)
+	if _, _, err := a.UpdateRecord(t.Context(), "qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) {
+		r.AnsweredAt = stamped.AnsweredAt
+		return r, nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Record(t.Context(), "qwen"); err != nil || !got.Equal(stamped) {
+		t.Errorf("the stamped record, read on another replica = %+v, %v; want %+v", got, err, stamped)
+	}
+	select {
+	case c := <-changes:
+		if !c.Before.Equal(old) || !c.After.Equal(stamped) {
+			t.Errorf("the notice of the stamp = %+v, want %+v to %+v", c, old, stamped)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the notice of the stamp did not reach the other replica within 5 s")
+	}
+}
+
 // TestOpenErrors: what Open says about a DSN it cannot use names the
 // variable and says what is wrong, and never quotes the DSN or its
 // password.

@@ -25,6 +25,7 @@ func record(pod string) machines.Record {
 		ModelLoadingSince: wake.Add(time.Minute), ReadyAt: wake.Add(9 * time.Minute), RefusedStatus: 409,
 		RunningAt: wake.Add(40 * time.Second), Served: true,
 		StoppedAt: wake.Add(30 * time.Minute), StopReason: machines.StopIdle,
+		AnsweredAt: wake.Add(25 * time.Minute),
 	}
 }
 
@@ -35,6 +36,7 @@ func inUTC(r machines.Record) machines.Record {
 	r.ReadyAt = r.ReadyAt.UTC()
 	r.RunningAt = r.RunningAt.UTC()
 	r.StoppedAt = r.StoppedAt.UTC()
+	r.AnsweredAt = r.AnsweredAt.UTC()
 	return r
 }
 
@@ -71,7 +73,7 @@ func testRecords(t *testing.T, s Suite) {
 	if diff := cmp.Diff(inUTC(replaced), got); diff != "" {
 		t.Errorf("Record after PutRecord (-want +got):\n%s", diff)
 	}
-	for _, tm := range []time.Time{got.WakeRequestedAt, got.ModelLoadingSince, got.ReadyAt, got.RunningAt} {
+	for _, tm := range []time.Time{got.WakeRequestedAt, got.ModelLoadingSince, got.ReadyAt, got.RunningAt, got.StoppedAt, got.AnsweredAt} {
 		if tm.Location() != time.UTC {
 			t.Errorf("a time came back in %v, want UTC", tm.Location())
 		}
