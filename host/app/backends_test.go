@@ -17,8 +17,8 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 	"github.com/wakeonchat/wakeonchat/plugins/runpod/runpodfake"
 )
@@ -33,7 +33,7 @@ import (
 // backend.
 func TestTwoBackends(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 
 	// The simulator is the conductor of qwen and, for the pod "model",
 	// the model behind gpu's RunPod proxy URL: woken here, before the

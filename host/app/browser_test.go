@@ -10,9 +10,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/browser"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 )
 
 // EnvStatusScreenshot names a file the browser test copies its screenshot
@@ -47,7 +47,7 @@ const watchStates = `(() => {
 // $WAKE_STATUS_SCREENSHOT when that is set (make screenshot).
 func TestStatusPageInBrowser(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	b := browser.New(t)
 	p := b.Open(t, h.Base+"/")

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 )
 
 // TestConcurrentAsksWakeOnce sends 500 asks from 500 sessions at once to an
@@ -20,7 +20,7 @@ import (
 func TestConcurrentAsksWakeOnce(t *testing.T) {
 	t.Parallel()
 	const asks = 500
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	h.Client.Transport = &http.Transport{MaxIdleConnsPerHost: asks}
 	s := h.sim(t)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 )
 
 // TestWaitResume runs the foreground continuation (#715) end to end: a
@@ -18,7 +18,7 @@ import (
 // is refused.
 func TestWaitResume(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
 	const (

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 )
 
 // TestLargeTurnsKeepTheSessionUsable: three turns of 700 KB each, answered
@@ -21,7 +21,7 @@ import (
 // small, so every turn answers.
 func TestLargeTurnsKeepTheSessionUsable(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	const session = "large"
 
@@ -49,7 +49,7 @@ func TestLargeTurnsKeepTheSessionUsable(t *testing.T) {
 // refuses by itself, over raw TCP: each answer is JSON, like every other.
 func TestRefusalsBeforeTheHandlerAreJSON(t *testing.T) {
 	t.Parallel()
-	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0)})
+	h := startHost(t, hostOptions{simulate: true, clock: fakeclock.New(t0)})
 	addr := strings.TrimPrefix(h.Base, "http://")
 	tests := []struct {
 		name       string

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -19,7 +19,7 @@ import (
 // and a restarted host on the same store still does.
 func TestMeasuredEstimate(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk, BootDelay: 3 * time.Minute, LoadDelay: time.Minute, IdleStop: 5 * time.Minute})
 	simURL := serveSim(t, s, s.Handler())
 	opts := hostOptions{conductorURL: simURL, apiKeyEnv: keyEnv, env: map[string]string{keyEnv: "e2e-key"}, clock: clk,

@@ -12,8 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -147,7 +147,7 @@ func ptr[T any](v T) *T { return &v }
 // and gets the model's answer.
 func TestWaitEventsResume(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	const (
 		session = "s-events"
@@ -215,7 +215,7 @@ func (c *countingConductor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // subscriber sees the pod become ready.
 func TestEventSubscribersCostNoLookups(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	cc := &countingConductor{sim: s}
 	simURL := serveSim(t, s, cc)
@@ -260,7 +260,7 @@ func TestEventSubscribersCostNoLookups(t *testing.T) {
 // saying so, instead of waiting for them until the grace runs out.
 func TestShutdownEndsEventStreams(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	var streams []*eventStream
 	for range 3 {
@@ -301,7 +301,7 @@ func TestShutdownEndsEventStreams(t *testing.T) {
 // (the 15 s default would carry none).
 func TestEventsKeepaliveFromConfig(t *testing.T) {
 	t.Parallel()
-	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0), eventsKeepalive: 20 * time.Millisecond})
+	h := startHost(t, hostOptions{simulate: true, clock: fakeclock.New(t0), eventsKeepalive: 20 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.Base+"/api/pods/qwen/events", nil)

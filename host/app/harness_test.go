@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -65,7 +65,7 @@ type hostOptions struct {
 	// process environment.
 	env map[string]string
 	// clock is shared with the simulator; required.
-	clock *clock.Fake
+	clock *fakeclock.Clock
 	// level is the lowest log level kept. Zero (slog.LevelInfo) means
 	// debug: no test wants fewer lines.
 	level slog.Level
@@ -74,7 +74,7 @@ type hostOptions struct {
 // testHost is a running app.App and what the test sees of it.
 type testHost struct {
 	*e2e.Host
-	clock *clock.Fake
+	clock *fakeclock.Clock
 	log   *e2e.Log
 }
 
@@ -258,7 +258,7 @@ func (h *testHost) pod(t *testing.T) (podReport, string) {
 // stepTo moves the fake clock to target in steps of at most step, each
 // taken once the wake's watch waits on the clock, so that the watch reads
 // the pod at every step as it would in real time.
-func stepTo(t *testing.T, c *clock.Fake, target time.Time, step time.Duration) {
+func stepTo(t *testing.T, c *fakeclock.Clock, target time.Time, step time.Duration) {
 	t.Helper()
 	for now := c.Now(); now.Before(target); now = c.Now() {
 		e2e.WaitWatcher(t, c, waitFor)

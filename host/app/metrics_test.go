@@ -18,8 +18,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 )
 
 // scrape is one GET /metrics at base, parsed.
@@ -133,7 +133,7 @@ series:
 // conductor requests move as the host acts.
 func TestMetricsOverAWake(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
 	before := scrapeAt(t, h.Client, h.Base)
@@ -314,7 +314,7 @@ func TestEventSubscribersGauge(t *testing.T) {
 // host.
 func TestAdminListen(t *testing.T) {
 	t.Parallel()
-	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0), adminListen: "127.0.0.1:0"})
+	h := startHost(t, hostOptions{simulate: true, clock: fakeclock.New(t0), adminListen: "127.0.0.1:0"})
 	admin := "http://" + h.App.AdminAddr()
 	if h.App.AdminAddr() == "" || h.App.AdminAddr() == h.App.Addr() {
 		t.Fatalf("admin address %q, main %q: want one of its own", h.App.AdminAddr(), h.App.Addr())
@@ -391,7 +391,7 @@ func TestAdminListen(t *testing.T) {
 // word, when the host shuts down.
 func TestAdminEventStream(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk, adminListen: "127.0.0.1:0"})
 	admin := "http://" + h.App.AdminAddr()
 	s := h.sim(t)
@@ -444,7 +444,7 @@ func TestAdminListenInUse(t *testing.T) {
 	logs := &e2e.Log{}
 	_, err, panicked := e2e.NewApp(app.Options{
 		ConfigPath: e2e.WriteConfig(t, e2e.Config{AdminListen: taken.Addr().String()}),
-		Simulate:   true, Clock: clock.NewFake(t0), Logger: logs.Logger(0), PluginDir: binDir,
+		Simulate:   true, Clock: fakeclock.New(t0), Logger: logs.Logger(0), PluginDir: binDir,
 		Getenv: func(string) string { return "" },
 	})
 	if panicked != nil || err == nil || !strings.HasPrefix(err.Error(), "server.admin_listen: ") {

@@ -20,8 +20,8 @@ import (
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -41,7 +41,7 @@ type doorOptions struct {
 // client on its door (no retries, so every request is one request).
 func startDoor(t *testing.T, o doorOptions, sdk ...option.RequestOption) (*testHost, openaisdk.Client) {
 	t.Helper()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	path := e2e.WriteConfig(t, e2e.Config{StartTimeout: startTimeout, CompletionTimeout: o.completionTimeout})
 	if o.openai != "" {
 		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
@@ -161,7 +161,7 @@ var heldLimit = t0.Add(15 * time.Minute)
 // waitFor. A held request ends when the watch sees the model answer, and
 // the watch starts only once the start request returns: stepping to a
 // fixed time could leave the watch waiting on a clock that no longer moves.
-func stepUntil[T any](c *clock.Fake, limit time.Time, step time.Duration, waiters int, done <-chan T) (T, bool) {
+func stepUntil[T any](c *fakeclock.Clock, limit time.Time, step time.Duration, waiters int, done <-chan T) (T, bool) {
 	for c.Now().Before(limit) {
 		select {
 		case v := <-done:
@@ -186,7 +186,7 @@ func stepUntil[T any](c *clock.Fake, limit time.Time, step time.Duration, waiter
 // each once waiters wait on the clock (a wake's watch; a held request and
 // the watch are two) or, once fewer do (the watch ends when the wake is
 // ready), after a short real-time wait.
-func stepThrough(c *clock.Fake, target time.Time, step time.Duration, waiters int) {
+func stepThrough(c *fakeclock.Clock, target time.Time, step time.Duration, waiters int) {
 	for now := c.Now(); now.Before(target); now = c.Now() {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		_ = c.BlockUntilWaiters(ctx, waiters)

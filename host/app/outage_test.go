@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -35,7 +35,7 @@ func (o *outageSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // finds the pod stopped and wakes it.
 func TestConductorOutage(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	o := &outageSim{sim: s}
 	simURL := serveSim(t, s, o)

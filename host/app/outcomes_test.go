@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 )
 
 // TestReadyThenIdleStop follows a wake past readiness into the pod's idle
@@ -15,7 +15,7 @@ import (
 // last wake was ready and then stopped, waking it again.
 func TestReadyThenIdleStop(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
 	const session = "idle"
@@ -59,7 +59,7 @@ func TestReadyThenIdleStop(t *testing.T) {
 // complete and wakes again.
 func TestNeverReady(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
 	s.NeverReady("qwen", true)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/internal/pgtest"
 	"github.com/wakeonchat/wakeonchat/host/store/postgres"
 )
@@ -53,7 +53,7 @@ func TestPostgresStartupErrors(t *testing.T) {
 					}
 					return "", false
 				},
-				Clock:     clock.NewFake(t0),
+				Clock:     fakeclock.New(t0),
 				PluginDir: binDir,
 			})
 			if panicked != nil || a != nil || err == nil {
@@ -79,7 +79,7 @@ func TestPostgresStartupErrors(t *testing.T) {
 func TestPostgresDatabaseDrops(t *testing.T) {
 	t.Parallel()
 	proxy, dsn := pgtest.NewProxy(t, pgtest.Schema(t))
-	h := startHost(t, hostOptions{simulate: true, clock: clock.NewFake(t0), postgres: dsn})
+	h := startHost(t, hostOptions{simulate: true, clock: fakeclock.New(t0), postgres: dsn})
 
 	if got := h.ask(t, "s", "hello"); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q, want %q", got, e2e.ReplyWaking)

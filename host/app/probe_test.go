@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -59,7 +59,7 @@ func (n *noReadySince) count() int {
 // answer and long before any turn, and then stops probing.
 func TestReadinessFromTheProbe(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	cond := &noReadySince{sim: s}
 	simURL := serveSim(t, s, cond)

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 )
 
 // TestOldProtocolPlugin: a provider plugin built against plugin protocol 2
@@ -21,7 +21,7 @@ func TestOldProtocolPlugin(t *testing.T) {
 		ConfigPath: e2e.WriteConfig(t, e2e.Config{StartTimeout: startTimeout, ProviderPlugin: "oldplugin"}),
 		Logger:     slog.New(slog.DiscardHandler),
 		Getenv:     func(string) string { return "" },
-		Clock:      clock.NewFake(t0),
+		Clock:      fakeclock.New(t0),
 		PluginDir:  binDir,
 	})
 	if panicked != nil {

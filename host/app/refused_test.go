@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 )
 
 // TestRefusedStart has the conductor refuse the start with 401 (an enforced
@@ -15,7 +15,7 @@ import (
 // RIG_WAKE_TOKEN, and the next ask says the wake was refused and wakes again.
 func TestRefusedStart(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
 	s.ForceStartStatus("qwen", 401)

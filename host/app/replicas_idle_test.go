@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/internal/pgtest"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
@@ -27,14 +27,14 @@ import (
 // deadline of every timer the host sets (After) in timers, so that the
 // test can wait until a host's idle stop is due at a given time.
 type timerClock struct {
-	*clock.Fake
+	*fakeclock.Clock
 	host   int
 	timers *timers
 }
 
 func (c timerClock) After(d time.Duration) <-chan time.Time {
 	now := c.Now()
-	ch := c.Fake.After(d)
+	ch := c.Clock.After(d)
 	c.timers.note(c.host, now.Add(d))
 	return ch
 }
@@ -83,7 +83,7 @@ func (ts *timers) await(t *testing.T, host int, at time.Time, why string) {
 // the fake clock's time.
 type stopCounter struct {
 	next http.Handler
-	clk  *clock.Fake
+	clk  *fakeclock.Clock
 
 	mu      sync.Mutex
 	at      []time.Time
@@ -108,7 +108,7 @@ func (s *stopCounter) stops() []time.Time {
 
 // startIdleReplica runs host number i on the schema of dsn, with the
 // simulator at simURL as its conductor and stop_after_idle 15m on it.
-func startIdleReplica(t *testing.T, i int, simURL, dsn string, clk *clock.Fake, ts *timers) *testHost {
+func startIdleReplica(t *testing.T, i int, simURL, dsn string, clk *fakeclock.Clock, ts *timers) *testHost {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "wake.toml")
@@ -151,7 +151,7 @@ api_key_env = ""
 		ConfigPath: path,
 		Logger:     logs.Logger(slog.LevelDebug),
 		Getenv:     func(k string) string { return env[k] },
-		Clock:      timerClock{Fake: clk, host: i, timers: ts},
+		Clock:      timerClock{Clock: clk, host: i, timers: ts},
 		PluginDir:  binDir,
 	}, logs, nil)
 	return &testHost{Host: h, clock: clk, log: logs}
@@ -168,7 +168,7 @@ api_key_env = ""
 func TestThreeReplicasStopAnIdlePodOnce(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.Schema(t)
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk,
 		BootDelay: time.Minute, LoadDelay: 30 * time.Second, IdleStop: 24 * time.Hour})
 	sc := &stopCounter{next: s.Handler(), clk: clk, stopped: make(chan struct{}, 16)}

@@ -4,15 +4,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
 // startSim runs a simulator of the pod qwen on clk, outside any host, so
 // that several hosts can share it. It is closed at cleanup, after the hosts
 // started later (cleanups run last-in first-out).
-func startSim(t *testing.T, clk *clock.Fake) *sim.Sim {
+func startSim(t *testing.T, clk *fakeclock.Clock) *sim.Sim {
 	t.Helper()
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	if err := s.Start(); err != nil {
@@ -32,7 +32,7 @@ func startSim(t *testing.T, clk *clock.Fake) *sim.Sim {
 // records it ready.
 func TestRestartMidWake(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	s := startSim(t, clk)
 	o := hostOptions{
 		conductorURL: s.URL(),

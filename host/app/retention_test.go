@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/store"
 )
 
@@ -47,7 +47,7 @@ func TestHostPrunesStoreAtStart(t *testing.T) {
 		return s.PutPending(t.Context(), "recent", store.Pending{Key: "k", Pod: "qwen", CreatedAt: t0.Add(-36 * time.Minute)})
 	})
 
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{conductorURL: startSim(t, clk).URL(), dataDir: dataDir, clock: clk})
 	line := h.log.WaitLine(t, store.LinePruned, 1, waitFor)
 	got := map[string]any{"level": line.Level, "sessions": line.Attrs["sessions"], "pending": line.Attrs["pending"]}
@@ -90,7 +90,7 @@ func TestSessionHistoryBounded(t *testing.T) {
 		// are free only from the next transaction on.
 		bound = 2 << 20
 	)
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	dataDir := t.TempDir()
 	h := startHost(t, hostOptions{
 		conductorURL: startSim(t, clk).URL(), dataDir: dataDir, clock: clk,

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 	"github.com/wakeonchat/wakeonchat/host/supervisor"
 )
@@ -73,7 +73,7 @@ func (r *recordingSim) requests() []seenRequest {
 // every level, the plugins' own lines included) and no response body.
 func TestSecretsNeverLeak(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	rec := &recordingSim{sim: s}
 	simURL := serveSim(t, s, rec)

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 )
 
 // TestMissingPluginBinary: app.New fails with an error naming the missing
@@ -44,7 +44,7 @@ func TestMissingPluginBinary(t *testing.T) {
 				ConfigPath: writeConfig(t, hostOptions{}),
 				Logger:     slog.New(slog.DiscardHandler),
 				Getenv:     func(string) string { return "" },
-				Clock:      clock.NewFake(t0),
+				Clock:      fakeclock.New(t0),
 				PluginDir:  dir,
 			})
 			if panicked != nil {
@@ -128,7 +128,7 @@ func TestBusyListenAddress(t *testing.T) {
 				Listen:     tc.listen,
 				Logger:     slog.New(slog.DiscardHandler),
 				Getenv:     func(string) string { return "" },
-				Clock:      clock.NewFake(t0),
+				Clock:      fakeclock.New(t0),
 				PluginDir:  binDir,
 			})
 			if a != nil {

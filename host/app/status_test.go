@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -51,7 +51,7 @@ func (h *testHost) page(t *testing.T, path string) string {
 // machine's state and replies, then charts the wake.
 func TestStatusPage(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 
 	for _, tt := range []struct {
@@ -161,7 +161,7 @@ func TestStatusPageKeepsSecrets(t *testing.T) {
 		systemPrompt  = "You are the assistant of project nightjar-SECRET-PROMPT."
 		question      = "what is the launch code private-question-42"
 	)
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	s := sim.New(sim.Config{Pods: []string{"qwen"}, Clock: clk})
 	// The conductor under a path of its own; the model's proxy, which the
 	// simulator names by the request's host, where the simulator puts it.

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 )
 
 // TestTimeline20260909 replays the first live wake (the design's Sequence
@@ -14,7 +14,7 @@ import (
 // with exactly one start request, and the wake's watch recording ready.
 func TestTimeline20260909(t *testing.T) {
 	t.Parallel()
-	clk := clock.NewFake(t0)
+	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{simulate: true, clock: clk})
 	s := h.sim(t)
 	const session = "timeline"

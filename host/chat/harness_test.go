@@ -21,7 +21,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/chat"
-	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/host/turn"
@@ -85,7 +85,7 @@ func replyRefused(status int) string {
 // boundary: gpu, provA (provider "a", on pod qwen) and provB (provider "b",
 // a literal base_url).
 type harness struct {
-	clock    *clock.Fake
+	clock    *fakeclock.Clock
 	store    *store.Store
 	gpu      *fakeGPU
 	provA    *fakeProvider
@@ -112,7 +112,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{
-		clock: clock.NewFake(t0),
+		clock: fakeclock.New(t0),
 		gpu:   newFakeGPU(asleepPod()),
 		provA: &fakeProvider{},
 		provB: &fakeProvider{},

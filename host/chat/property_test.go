@@ -22,7 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/wakeonchat/wakeonchat/engine"
-	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/host/wake"
 	"github.com/wakeonchat/wakeonchat/machines"
@@ -318,7 +318,7 @@ func (s propPod) status() string {
 // is the record that wake was decided on.
 type propRecords struct {
 	*store.Store
-	clock *clock.Fake
+	clock *fakeclock.Clock
 	pod   func() (string, bool, propServing) // the conductor's status, whether it gives a proxy URL, whether the model answers
 
 	mu   sync.Mutex

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/app"
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/supervisor"
 )
 
@@ -43,7 +43,7 @@ const waitFor = 5 * time.Second
 // env is one row's world: the scripted conductor and model, the fake clock,
 // the data dir every host of the row shares, and everything the hosts said.
 type env struct {
-	clock   *clock.Fake
+	clock   *fakeclock.Clock
 	cond    *server
 	model   *server
 	dataDir string
@@ -74,7 +74,7 @@ func (e *env) expectLine(w wantLine) {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	return &env{
-		clock:             clock.NewFake(t0),
+		clock:             fakeclock.New(t0),
 		cond:              newServer(t),
 		model:             newServer(t),
 		dataDir:           filepath.Join(t.TempDir(), "data"),

@@ -17,8 +17,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/events"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/supervisor"
 	"github.com/wakeonchat/wakeonchat/machines"
 )
@@ -88,7 +88,7 @@ type world struct {
 	srv  *Server
 	pods fakePods
 	log  *fakeLog
-	clk  *clock.Fake
+	clk  *fakeclock.Clock
 	logs *strings.Builder
 }
 
@@ -110,7 +110,7 @@ func newWorld(t *testing.T) *world {
 			wake(time.Hour, 0, 0, "refused", false),
 			wake(2*time.Hour, 7*time.Minute, 3*time.Minute, "ready", false),
 		}}},
-		clk:  clock.NewFake(now),
+		clk:  fakeclock.New(now),
 		logs: &strings.Builder{},
 	}
 	w.srv = New(Config{

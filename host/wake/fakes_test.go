@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/wake"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
@@ -467,7 +467,7 @@ func (b *logBuf) wait(t *testing.T, msg string) logLine {
 
 // env is one Coordinator under test with its fakes.
 type env struct {
-	clk  *clock.Fake
+	clk  *fakeclock.Clock
 	recs *memRecords
 	gpu  *fakeGPU
 	logs *logBuf
@@ -486,9 +486,9 @@ func newEnv(t *testing.T, cfg wake.Config) *env {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // registered first, runs last
 	e := &env{logs: newLogBuf()}
 	if cfg.Clock == nil {
-		cfg.Clock = clock.NewFake(t0)
+		cfg.Clock = fakeclock.New(t0)
 	}
-	e.clk, _ = cfg.Clock.(*clock.Fake)
+	e.clk, _ = cfg.Clock.(*fakeclock.Clock)
 	if cfg.Records == nil {
 		cfg.Records = newMemRecords()
 	}

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 )
 
 // WaitWatcher waits until a goroutine (a wake's watch) waits on the fake
 // clock, and fails the test after within.
-func WaitWatcher(t testing.TB, c *clock.Fake, within time.Duration) {
+func WaitWatcher(t testing.TB, c *fakeclock.Clock, within time.Duration) {
 	t.Helper()
 	WaitWaiters(t, c, 1, within)
 }
@@ -18,7 +18,7 @@ func WaitWatcher(t testing.TB, c *clock.Fake, within time.Duration) {
 // WaitWaiters waits until at least n goroutines wait on the fake clock (a
 // wake's watch, a held request's timers), and fails the test after within.
 // A wake's watch waits on the clock only once its start returned.
-func WaitWaiters(t testing.TB, c *clock.Fake, n int, within time.Duration) {
+func WaitWaiters(t testing.TB, c *fakeclock.Clock, n int, within time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
@@ -29,7 +29,7 @@ func WaitWaiters(t testing.TB, c *clock.Fake, n int, within time.Duration) {
 
 // WaitIdle waits until nothing waits on the fake clock c: every wake watch
 // has ended. Still something after within fails the test.
-func WaitIdle(t testing.TB, c *clock.Fake, within time.Duration) {
+func WaitIdle(t testing.TB, c *fakeclock.Clock, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for c.Waiters() > 0 {

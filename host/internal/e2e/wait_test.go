@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/host/clock"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 )
 
 func TestWaitCount(t *testing.T) {
@@ -34,7 +34,7 @@ func TestWaitCount(t *testing.T) {
 }
 
 func TestWaitWatcher(t *testing.T) {
-	c := clock.NewFake(time.Date(2026, 9, 9, 12, 26, 25, 0, time.UTC))
+	c := fakeclock.New(time.Date(2026, 9, 9, 12, 26, 25, 0, time.UTC))
 	r := record(t, func(tb testing.TB) { WaitWatcher(tb, c, 20*time.Millisecond) })
 	if !r.fatal || len(r.errors) != 1 || !strings.Contains(r.errors[0], "at 12:26:25 0 wait on the fake clock after 20ms, want 1") {
 		t.Errorf("no waiter: fatal %v, errors %q", r.fatal, r.errors)

@@ -1,4 +1,10 @@
-package clock
+// Package fakeclock is a clock.Clock for tests that run the host's
+// processes (plugins, the simulator's HTTP servers) and so cannot use
+// testing/synctest: it moves only when the test calls Advance or Set, and
+// fires each pending After whose deadline it passes, in deadline order.
+// BlockUntilWaiters lets a test wait until a goroutine under test has
+// registered its timer, so that advancing the clock never races it.
+package fakeclock
 
 import (
 	"cmp"
@@ -6,12 +12,14 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/wakeonchat/wakeonchat/host/clock"
 )
 
-// Fake is a Clock that moves only when told to. It is safe for concurrent
+// Clock moves only when told to. It is safe for concurrent
 // use: goroutines under test call Now and After while the test calls Advance.
-// The zero value reads the zero time; NewFake starts it elsewhere.
-type Fake struct {
+// The zero value reads the zero time; New starts it elsewhere.
+type Clock struct {
 	mu      sync.Mutex
 	now     time.Time
 	seq     uint64
@@ -26,13 +34,13 @@ type waiter struct {
 	ch       chan time.Time
 }
 
-var _ Clock = (*Fake)(nil)
+var _ clock.Clock = (*Clock)(nil)
 
-// NewFake returns a Fake reading t.
-func NewFake(t time.Time) *Fake { return &Fake{now: t} }
+// New returns a Clock reading t.
+func New(t time.Time) *Clock { return &Clock{now: t} }
 
 // Now returns the fake's current reading.
-func (f *Fake) Now() time.Time {
+func (f *Clock) Now() time.Time {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.now
@@ -42,7 +50,7 @@ func (f *Fake) Now() time.Time {
 // or Set moves the clock to or past it. A d of zero or less fires at once.
 // The channel is buffered: a waiter nobody receives from never blocks the
 // clock, but it stays pending (and counted by Waiters) until it fires.
-func (f *Fake) After(d time.Duration) <-chan time.Time {
+func (f *Clock) After(d time.Duration) <-chan time.Time {
 	ch := make(chan time.Time, 1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -62,7 +70,7 @@ func (f *Fake) After(d time.Duration) <-chan time.Time {
 // Advance moves the clock forward by d and fires every waiter whose deadline
 // it reaches, in deadline order (ties in the order After was called). A
 // negative d moves the clock back and fires nothing.
-func (f *Fake) Advance(d time.Duration) {
+func (f *Clock) Advance(d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.setLocked(f.now.Add(d))
@@ -70,13 +78,13 @@ func (f *Fake) Advance(d time.Duration) {
 
 // Set moves the clock to t, forward or back, and fires every waiter whose
 // deadline is at or before t, in deadline order.
-func (f *Fake) Set(t time.Time) {
+func (f *Clock) Set(t time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.setLocked(t)
 }
 
-func (f *Fake) setLocked(t time.Time) {
+func (f *Clock) setLocked(t time.Time) {
 	f.now = t
 	var due, pending []waiter
 	for _, w := range f.waiters {
@@ -99,7 +107,7 @@ func (f *Fake) setLocked(t time.Time) {
 }
 
 // Waiters returns how many After calls are pending.
-func (f *Fake) Waiters() int {
+func (f *Clock) Waiters() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.waiters)
@@ -108,7 +116,7 @@ func (f *Fake) Waiters() int {
 // BlockUntilWaiters returns nil once at least n After calls are pending, or
 // ctx's error if ctx ends first. A test calls it before Advance so that the
 // goroutine it drives has registered its timer.
-func (f *Fake) BlockUntilWaiters(ctx context.Context, n int) error {
+func (f *Clock) BlockUntilWaiters(ctx context.Context, n int) error {
 	for {
 		f.mu.Lock()
 		if len(f.waiters) >= n {
@@ -127,3 +135,6 @@ func (f *Fake) BlockUntilWaiters(ctx context.Context, n int) error {
 		}
 	}
 }
+
+// Rate is 0: the Clock moves only when told to (clock.Rate).
+func (*Clock) Rate() float64 { return 0 }
