@@ -156,6 +156,9 @@ func (s *Sim) handleStart(w http.ResponseWriter, r *http.Request) {
 func (s *Sim) handleStop(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	p := s.pods[r.PathValue("name")]
+	if p != nil {
+		p.stops++
+	}
 	if p != nil && p.cur != nil {
 		now := s.clock.Now()
 		if p.cur.at(now, s.tm).phase != phaseAsleep {

@@ -43,6 +43,12 @@ type Config struct {
 	// before it stops itself (EXITED). Default 15m.
 	IdleStop time.Duration
 
+	// NoIdleStop makes a pod never stop itself: it stays up until a stop
+	// request, like a backend whose pods only the host stops (a container,
+	// a RunPod pod). IdleStop is then unused. Default false: the pod stops
+	// itself, as the conductor's do.
+	NoIdleStop bool
+
 	// NoStartHold makes start answer 202 at once instead of holding the request
 	// until the pod is RUNNING, which is what the real conductor does. Default
 	// false: start holds.
@@ -55,7 +61,7 @@ type timing struct {
 	create time.Duration // the pod exists
 	boot   time.Duration // RUNNING
 	ready  time.Duration // the model answers: BootDelay+LoadDelay, scaled as one
-	idle   time.Duration // IdleStop
+	idle   time.Duration // IdleStop; 0 never (NoIdleStop)
 }
 
 // timing resolves defaults and Scale.
@@ -89,5 +95,8 @@ func (c Config) timing() timing {
 	// A huge Scale could round a delay to zero; keep IdleStop positive so a
 	// ready pod is ready for at least an instant.
 	tm.idle = max(tm.idle, time.Nanosecond)
+	if c.NoIdleStop {
+		tm.idle = 0
+	}
 	return tm
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/wakeonchat/wakeonchat/host/sim"
 )
 
@@ -164,6 +165,43 @@ func TestStop(t *testing.T) {
 	do(t, http.MethodPost, s.URL()+"/api/pods/qwen/stop", "")
 	clk.Set(t0.Add(time.Hour))
 	wantPod(t, "stopped while creating", s, sim.PodView{Name: "qwen", Status: "EXITED", PodID: "pod-1", Lookup: "FOUND"})
+}
+
+// TestNoIdleStop: a pod that never stops itself stays up, answering, until
+// a stop request; Wakes says the request ended it, and StopRequests counts
+// every request, one that finds the pod asleep too.
+func TestNoIdleStop(t *testing.T) {
+	clk := sim.NewManualClock(t0)
+	s := startSim(t, sim.Config{Clock: clk, NoStartHold: true, NoIdleStop: true})
+	do(t, http.MethodPost, s.URL()+"/api/pods/qwen/start", "{}")
+	clk.Set(t0.Add(10 * time.Minute))
+	proxy := s.URL() + "/proxy/pod-1"
+	wantReply(t, "ready", complete(t, proxy, "hi"), "echo: hi")
+
+	clk.Set(t0.Add(24 * time.Hour)) // a day of idling: still up
+	wantReply(t, "a day later", complete(t, proxy, "hi"), "echo: hi")
+	if got := s.StopRequests("qwen"); got != 0 {
+		t.Errorf("StopRequests before any stop = %d, want 0", got)
+	}
+	clk.Set(t0.Add(25 * time.Hour))
+	do(t, http.MethodPost, s.URL()+"/api/pods/qwen/stop", "")
+	wantGone(t, "proxy after the stop", complete(t, proxy, "hi"))
+	clk.Set(t0.Add(26 * time.Hour))
+	do(t, http.MethodPost, s.URL()+"/api/pods/qwen/stop", "") // asleep already: changes nothing
+
+	want := []sim.WakeReport{{
+		PodID: "pod-1", StartedAt: t0, ReadyAt: t0.Add(9 * time.Minute), EndedAt: t0.Add(25 * time.Hour), Stopped: true,
+		Answered: 2, LastAnswerAt: t0.Add(24 * time.Hour), FirstAnswerAt: t0.Add(10 * time.Minute),
+	}}
+	if diff := cmp.Diff(want, s.Wakes("qwen"), cmpopts.IgnoreFields(sim.WakeReport{}, "FirstAnswerWall")); diff != "" {
+		t.Errorf("Wakes (-want +got):\n%s", diff)
+	}
+	if got := s.StopRequests("qwen"); got != 2 {
+		t.Errorf("StopRequests = %d, want 2", got)
+	}
+	if got := s.StopRequests("nope"); got != 0 {
+		t.Errorf("StopRequests of an unknown pod = %d, want 0", got)
+	}
 }
 
 // TestCompletionRequests covers the OpenAI request shapes the model accepts

@@ -29,6 +29,10 @@
 //	idle stop     15m after the later of readiness and the last answered
 //	              completion: EXITED again; the old proxy URL answers 404
 //
+// With Config.NoIdleStop the pod never stops itself, like a backend whose
+// pods only the host stops (a container, a RunPod pod): it stays ready until
+// a stop request.
+//
 // This reproduces the first live wake of 2026-09-09: the conductor reported the
 // pod RUNNING minutes before vLLM answered, and the proxy said 502 meanwhile.
 // A pod whose model never answers (NeverReady) stays RUNNING with 502 forever,
@@ -40,7 +44,8 @@
 //
 //	GET  /api/pods/{name}        200 PodView; 404 {"error":"pod not found","lookup":"NOT_FOUND"}
 //	POST /api/pods/{name}/start  wake or join the wake in flight; see below
-//	POST /api/pods/{name}/stop   EXITED now; 200 {"status":"EXITED"}
+//	POST /api/pods/{name}/stop   EXITED now; 200 {"status":"EXITED"}; counted by
+//	                             StopRequests, and Wakes says which wake it ended
 //
 // Model, at a pod's proxyUrl:
 //
@@ -81,5 +86,5 @@
 // # Default timings
 //
 // CreateDelay 15s, BootDelay 6m30s, LoadDelay 2m30s (a wake takes 9 minutes),
-// IdleStop 15m, Scale 1. Scale 27 turns the 9-minute wake into 20 seconds.
+// IdleStop 15m (NoIdleStop false), Scale 1. Scale 27 turns the 9-minute wake into 20 seconds.
 package sim

@@ -47,11 +47,11 @@ func newWake(podID string, now time.Time, tm timing, neverReady bool) *wake {
 
 // end is when the wake stops if nothing else happens: the explicit stop, or
 // IdleStop after the later of readiness and the last answered completion,
-// whichever is first. Zero means never (not stopped and never ready).
-// Loading time is not idle time.
+// whichever is first. Zero means never (not stopped, and never ready or
+// never idling out). Loading time is not idle time.
 func (w *wake) end(tm timing) time.Time {
 	end := w.stoppedAt
-	if w.readyAt.IsZero() {
+	if w.readyAt.IsZero() || tm.idle == 0 {
 		return end
 	}
 	idleFrom := w.readyAt

@@ -38,6 +38,11 @@ func TestTiming(t *testing.T) {
 			want: timing{create: time.Second, boot: time.Minute, ready: 3 * time.Minute, idle: time.Hour},
 		},
 		{
+			name: "NoIdleStop: idle 0 (never), IdleStop unused",
+			cfg:  Config{IdleStop: time.Hour, NoIdleStop: true, Scale: 27},
+			want: timing{create: 555555556, boot: 14444444444, ready: 20 * time.Second},
+		},
+		{
 			name: "create is capped at boot",
 			cfg:  Config{CreateDelay: time.Hour, BootDelay: time.Minute},
 			want: timing{create: time.Minute, boot: time.Minute, ready: time.Minute + 150*time.Second, idle: 15 * time.Minute},
@@ -61,9 +66,11 @@ func TestWakeAt(t *testing.T) {
 	ready := t0.Add(9 * time.Minute)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 
+	never := Config{NoIdleStop: true}.timing()
 	tests := []struct {
 		name string
-		wake wake // podID and startedAt filled in
+		wake wake    // podID and startedAt filled in
+		tm   *timing // nil: the default timing
 		t    time.Time
 		want podState
 	}{
@@ -152,6 +159,20 @@ func TestWakeAt(t *testing.T) {
 			want: podState{phase: phaseAsleep, created: true, running: true, readySince: ready},
 		},
 		{
+			name: "NoIdleStop: still ready a day after readiness",
+			wake: wake{readyAt: ready},
+			tm:   &never,
+			t:    at(24 * time.Hour),
+			want: podState{phase: phaseReady, created: true, running: true, readySince: ready},
+		},
+		{
+			name: "NoIdleStop: a stop request still ends it",
+			wake: wake{readyAt: ready, lastActivity: at(20 * time.Minute), stoppedAt: at(35 * time.Minute)},
+			tm:   &never,
+			t:    at(35 * time.Minute),
+			want: podState{phase: phaseAsleep, created: true, running: true, readySince: ready},
+		},
+		{
 			name: "never ready: loading for ever, never idles out",
 			wake: wake{},
 			t:    at(48 * time.Hour),
@@ -162,6 +183,10 @@ func TestWakeAt(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := tt.wake
 			w.podID, w.startedAt = "pod-1", t0
+			tm := tm
+			if tt.tm != nil {
+				tm = *tt.tm
+			}
 			got := w.at(tt.t, tm)
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(podState{})); diff != "" {
 				t.Errorf("at(%s) mismatch (-want +got):\n%s", tt.t.Sub(t0), diff)

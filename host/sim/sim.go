@@ -49,6 +49,7 @@ type pod struct {
 	lookups    int     // GET /api/pods/{name} requests
 	lastPodID  string  // the last pod that came to exist, shown while a new one is created
 	starts     int
+	stops      int // POST /api/pods/{name}/stop requests
 	forceStart int
 	neverReady bool
 }
@@ -156,6 +157,17 @@ func (s *Sim) StartRequests(name string) int {
 	return 0
 }
 
+// StopRequests is how many stop requests pod has received, those that
+// found it asleep included. 0 for a pod the Sim does not serve.
+func (s *Sim) StopRequests(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.pods[name]; p != nil {
+		return p.stops
+	}
+	return 0
+}
+
 // Lookups is how many GET /api/pods/{name} requests pod has received. 0 for
 // a pod the Sim does not serve.
 func (s *Sim) Lookups(name string) int {
@@ -176,8 +188,13 @@ type WakeReport struct {
 	// EndedAt is when the pod stopped (idle stop or an explicit stop); zero
 	// while it is still up.
 	EndedAt time.Time
-	// Answered is how many completions the model answered on this wake.
-	Answered int
+	// Stopped says a stop request ended the wake (at EndedAt), not the
+	// pod's own idle stop.
+	Stopped bool
+	// Answered is how many completions the model answered on this wake;
+	// LastAnswerAt is when it answered the last of them (zero if none).
+	Answered     int
+	LastAnswerAt time.Time
 	// FirstAnswerAt is when the model first answered anything on this wake
 	// (a completion, or a probe of its model list or health); FirstAnswerWall
 	// is the same moment on the wall clock. Zero until then.
@@ -201,10 +218,11 @@ func (s *Sim) Wakes(name string) []WakeReport {
 		}
 		r := WakeReport{
 			PodID: w.podID, StartedAt: w.startedAt, ReadyAt: w.readyAt, Answered: w.answered,
+			LastAnswerAt:  w.lastActivity,
 			FirstAnswerAt: w.firstAnswer, FirstAnswerWall: w.firstAnswerWall,
 		}
 		if end := w.end(s.tm); !end.IsZero() && !now.Before(end) {
-			r.EndedAt = end
+			r.EndedAt, r.Stopped = end, end.Equal(w.stoppedAt)
 		}
 		out = append(out, r)
 	}

@@ -288,8 +288,8 @@ func TestScale(t *testing.T) {
 }
 
 // TestWakesAndLookups: Wakes lists each wake with when it started, when its
-// model could first answer, when it stopped and what it answered; Lookups
-// counts the conductor reads.
+// model could first answer, when it stopped (by itself here) and what it
+// answered, and when last; Lookups counts the conductor reads.
 func TestWakesAndLookups(t *testing.T) {
 	clk := sim.NewManualClock(t0)
 	s := startSim(t, sim.Config{Clock: clk, NoStartHold: true})
@@ -308,7 +308,7 @@ func TestWakesAndLookups(t *testing.T) {
 
 	want := []sim.WakeReport{
 		{PodID: "pod-1", StartedAt: t0, ReadyAt: t0.Add(9 * time.Minute), EndedAt: t0.Add(25 * time.Minute), Answered: 2,
-			FirstAnswerAt: t0.Add(10 * time.Minute)},
+			LastAnswerAt: t0.Add(10 * time.Minute), FirstAnswerAt: t0.Add(10 * time.Minute)},
 		{PodID: "pod-2", StartedAt: t0.Add(40 * time.Minute), ReadyAt: t0.Add(49 * time.Minute)},
 	}
 	got := s.Wakes("qwen")

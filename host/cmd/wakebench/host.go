@@ -44,14 +44,29 @@ type hostSpec struct {
 	startTimeout time.Duration // [conductor] start_timeout; default 3s
 	watchPoll    time.Duration // [timings] watch_poll; default 5s
 	storeDSN     string        // a PostgreSQL store's connection string, in storeEnv; "" for bbolt
+	// stops, when set, puts the provider's pod on a [[backends]] table of
+	// kind "conductor" named gpuBackend, at conductorURL, with these stops
+	// (which [conductor] does not take), instead of on [conductor].
+	stops         *hostStops
+	coldStartHold bool // [openai] cold_start = "hold"
 }
+
+// hostStops are a backend's stop_after_idle and stop_unserved_after: when
+// the host stops a pod it woke; 0 never.
+type hostStops struct {
+	afterIdle, unservedAfter time.Duration
+}
+
+// gpuBackend names the [[backends]] table of hostSpec.stops.
+const gpuBackend = "gpu"
 
 // storeEnv holds a PostgreSQL host's connection string ([store] dsn_env).
 const storeEnv = "WAKEBENCH_STORE_DSN"
 
-// writeConfig writes dir/wake.toml for spec: the simulator as the conductor,
-// the plugins from binDir, the store in dir/data, and one provider whose key
-// is in keyEnv. Every other key keeps its default.
+// writeConfig writes dir/wake.toml for spec: the simulator as the conductor
+// (and as spec.stops's backend), the plugins from binDir, the store in
+// dir/data, and one provider whose key is in keyEnv. Every other key keeps
+// its default.
 func writeConfig(dir, binDir, listen string, spec hostSpec) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[server]\nlisten = %s\ndata_dir = %s\n\n", strconv.Quote(listen), strconv.Quote("data"))
@@ -66,8 +81,18 @@ func writeConfig(dir, binDir, listen string, spec hostSpec) (string, error) {
 	if spec.storeDSN != "" {
 		fmt.Fprintf(&b, "\n[store]\nbackend = \"postgres\"\ndsn_env = %s\n", strconv.Quote(storeEnv))
 	}
+	if spec.coldStartHold {
+		b.WriteString("\n[openai]\ncold_start = \"hold\"\n")
+	}
+	if st := spec.stops; st != nil {
+		fmt.Fprintf(&b, "\n[[backends]]\nname = %s\nkind = \"conductor\"\nurl = %s\nstop_after_idle = %s\nstop_unserved_after = %s\n",
+			strconv.Quote(gpuBackend), strconv.Quote(spec.conductorURL), strconv.Quote(st.afterIdle.String()), strconv.Quote(st.unservedAfter.String()))
+	}
 	fmt.Fprintf(&b, "\n[[providers]]\nname = \"qwen\"\nplugin = %s\npod = \"qwen\"\npath = \"/v1\"\nmodel = \"qwen\"\napi_key_env = %s\n",
 		strconv.Quote(providerPlugin), strconv.Quote(keyEnv))
+	if spec.stops != nil {
+		fmt.Fprintf(&b, "backend = %s\n", strconv.Quote(gpuBackend))
+	}
 	b.WriteString("\n[agent]\nproviders = [\"qwen\"]\n")
 	path := filepath.Join(dir, "wake.toml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {

@@ -16,7 +16,11 @@
 //     populations of users (legacy askers, wait/resume clients on the event
 //     stream, OpenAI clients in hold mode), each on an in-process host and
 //     simulator with a scaled clock, side by side; printed as a second
-//     table, one column per population;
+//     table, one column per population; and the GPU-up time of the same
+//     days under four stop policies (cost.go: the pod stopping itself, as
+//     today; a pod nothing stops; the host's stop_after_idle; and with
+//     stop_unserved_after), as a third table, one line per population and
+//     policy;
 //  8. measurements 1 and 3 again on a host whose store is PostgreSQL (a
 //     fresh schema per run on the server at WAKE_TEST_POSTGRES_DSN, default
 //     postgres://postgres@127.0.0.1:5432/test), beside bbolt's runs of the
@@ -141,7 +145,7 @@ func run() error {
 		table = renderTable(header(p, *quick, time.Now(), loadBefore, loadAvg(), fsType(work)), rows)
 	}
 	if *only == "" || *only == "7" {
-		b.progressf("7 wake efficiency: three populations, a simulated %s day each, side by side", p.day.length)
+		b.progressf("7 wake efficiency: three populations under %d stop policies, a simulated %s day each, side by side", len(stopPolicies), p.day.length)
 		days, err := b.days(ctx, p.day)
 		if err != nil {
 			return err

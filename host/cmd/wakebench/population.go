@@ -12,7 +12,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -89,7 +88,9 @@ type user struct {
 	kind     userKind
 	arrive   time.Time
 	patience time.Duration
-	follow   int // follow-up questions once answered
+	// followUps are the pauses before each follow-up question, once
+	// answered: 0 to 3 of them.
+	followUps []time.Duration
 
 	answered time.Time // the first question's answer; zero if never
 	// answeredWall is the same moment on the wall clock: how long the
@@ -113,17 +114,23 @@ func (u *user) waitingAt(t time.Time) bool {
 }
 
 // users draws a population's day: arrivals with exponential gaps, patience
-// uniform in the range, 0 to 3 follow-ups.
+// uniform in the range, 0 to 3 follow-ups, each 1 to 4 minutes after the
+// answer before it. The same plan and population draw the same users, so
+// the stop policies are compared on one day.
 func (d dayPlan) users(p population, start time.Time) []*user {
 	rng := rand.New(rand.NewPCG(d.seed, 1))
+	pauses := rand.New(rand.NewPCG(d.seed, 2)) // apart, so the arrivals stay the same
 	var out []*user
 	for at := time.Duration(rng.ExpFloat64() * float64(d.meanGap)); at < d.length; at += time.Duration(rng.ExpFloat64() * float64(d.meanGap)) {
-		out = append(out, &user{
+		u := &user{
 			kind:     p.kinds[rng.IntN(len(p.kinds))],
 			arrive:   start.Add(at),
 			patience: d.patience[0] + time.Duration(rng.Int64N(int64(d.patience[1]-d.patience[0]))),
-			follow:   rng.IntN(4),
-		})
+		}
+		for range rng.IntN(4) {
+			u.followUps = append(u.followUps, time.Minute+time.Duration(pauses.Int64N(int64(3*time.Minute))))
+		}
+		out = append(out, u)
 	}
 	return out
 }
@@ -236,25 +243,50 @@ func readyBetween(wakes []sim.WakeReport, from, to time.Time) bool {
 	return false
 }
 
-// population runs one population's day on a fresh in-process host with the
-// simulator, and returns its figures.
-func (b *harness) population(ctx context.Context, d dayPlan, p population) (dayResult, error) {
+// dayTail is how long a day goes on after its last possible arrival: the
+// longest visit (20 min of patience, then three follow-ups of at most 4
+// min) and a 15-minute idle stop after it fit in it, so each policy's pod
+// is measured over the same span.
+const dayTail = 50 * time.Minute
+
+// dayRun is what one population's day under one stop policy left behind:
+// its users, the simulator's wakes and what the conductor was asked, and
+// when the day ended (a wake still up is counted until then).
+type dayRun struct {
+	users                  []*user
+	wakes                  []sim.WakeReport
+	lookups, starts, stops int
+	end                    time.Time
+}
+
+// population runs one population's day under pol on a fresh in-process
+// host and simulator, which share a scaled clock.
+func (b *harness) population(ctx context.Context, d dayPlan, p population, pol stopPolicy) (dayRun, error) {
 	dir, err := os.MkdirTemp(b.work, "population-")
 	if err != nil {
-		return dayResult{}, err
-	}
-	cfgPath := filepath.Join(dir, "wake.toml")
-	cfg := fmt.Sprintf("[server]\nlisten = \"127.0.0.1:0\"\n\n[plugins]\ndir = %q\n\n[openai]\ncold_start = \"hold\"\n", b.binDir)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		return dayResult{}, err
+		return dayRun{}, err
 	}
 	clk := clock.Scaled(d.scale)
+	s := sim.New(sim.Config{Clock: clk, NoIdleStop: !pol.podStops})
+	if err := s.Start(); err != nil {
+		return dayRun{}, err
+	}
+	defer s.Close()
+	cfgPath, err := writeConfig(dir, b.binDir, "127.0.0.1:0", hostSpec{conductorURL: s.URL(), stops: &pol.host, coldStartHold: true})
+	if err != nil {
+		return dayRun{}, err
+	}
 	a, err := app.New(ctx, app.Options{
-		ConfigPath: cfgPath, Simulate: true, Scale: d.scale, Clock: clk,
-		Logger: slog.New(slog.DiscardHandler),
+		ConfigPath: cfgPath, Clock: clk, Logger: slog.New(slog.DiscardHandler),
+		Getenv: func(k string) string {
+			if k == keyEnv {
+				return benchKey
+			}
+			return ""
+		},
 	})
 	if err != nil {
-		return dayResult{}, fmt.Errorf("starting the host: %w", err)
+		return dayRun{}, fmt.Errorf("starting the host: %w", err)
 	}
 	served := make(chan error, 1)
 	go func() { served <- a.Serve() }()
@@ -277,19 +309,28 @@ func (b *harness) population(ctx context.Context, d dayPlan, p population) (dayR
 		}()
 	}
 	wg.Wait()
+	// The day ends dayTail after the arrivals (or when the last visit
+	// did, if later): the last wake idles out, or is stopped, by then.
+	end := later(start.Add(d.length+dayTail), clk.Now())
+	select {
+	case <-clk.After(end.Sub(clk.Now())):
+	case <-ctx.Done():
+	}
 	if err := ctx.Err(); err != nil {
-		return dayResult{}, err
+		return dayRun{}, err
 	}
-	// The last wake idles out: let it, so its ready time is whole.
-	s := a.Simulator()
-	for deadline := clk.Now().Add(20 * time.Minute); clk.Now().Before(deadline); {
-		if ws := s.Wakes(sim.DefaultPod); len(ws) == 0 || !ws[len(ws)-1].EndedAt.IsZero() {
-			break
-		}
-		<-clk.After(time.Minute)
+	return dayRun{
+		users: users, wakes: s.Wakes(sim.DefaultPod), end: end,
+		lookups: s.Lookups(sim.DefaultPod), starts: s.StartRequests(sim.DefaultPod), stops: s.StopRequests(sim.DefaultPod),
+	}, nil
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
 	}
-	end := clk.Now()
-	return analyze(users, s.Wakes(sim.DefaultPod), s.Lookups(sim.DefaultPod)+s.StartRequests(sim.DefaultPod), defaultWatchPoll, end), nil
+	return b
 }
 
 // client is one user's chat client, on the scaled clock.
@@ -332,8 +373,8 @@ func (c *client) live(ctx context.Context) {
 	}
 	u.answered, u.answeredWall = c.clk.Now(), time.Now()
 	cancel()
-	for range u.follow {
-		if !c.after(ctx, time.Minute+time.Duration(rand.Int64N(int64(3*time.Minute)))) {
+	for _, pause := range u.followUps {
+		if !c.after(ctx, pause) {
 			return
 		}
 		c.chat(ctx, map[string]any{"message": "and then?", "sessionId": c.session})
@@ -519,26 +560,39 @@ func (c *client) hold(ctx context.Context) bool {
 	return false
 }
 
-// days runs every population's day side by side, each on its own host and
-// simulator, and renders measurement 7's table.
+// days runs every population's day under every stop policy side by side,
+// each on its own host and simulator, and renders measurement 7's two
+// tables: today's policy's figures, then every policy's GPU cost.
 func (b *harness) days(ctx context.Context, d dayPlan) (string, error) {
-	results := make([]dayResult, len(populations))
-	errs := make([]error, len(populations))
+	runs := make([][]dayRun, len(populations)) // by population, then by stop policy
+	errs := make([][]error, len(populations))
 	var wg sync.WaitGroup
 	for i, p := range populations {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			results[i], errs[i] = b.population(ctx, d, p)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return "", fmt.Errorf("measurement 7 (%s): %w", populations[i].name, err)
+		runs[i], errs[i] = make([]dayRun, len(stopPolicies)), make([]error, len(stopPolicies))
+		for j, pol := range stopPolicies {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				runs[i][j], errs[i][j] = b.population(ctx, d, p, pol)
+			}()
 		}
 	}
-	return renderDays(d, results), nil
+	wg.Wait()
+	results := make([]dayResult, len(populations))
+	costs := make([][]gpuCost, len(populations))
+	for i := range populations {
+		for j, err := range errs[i] {
+			if err != nil {
+				return "", fmt.Errorf("measurement 7 (%s, policy %s): %w", populations[i].name, stopPolicies[j].name, err)
+			}
+		}
+		r := runs[i][todayPolicy]
+		results[i] = analyze(r.users, r.wakes, r.lookups+r.starts, defaultWatchPoll, r.end)
+		for _, r := range runs[i] {
+			costs[i] = append(costs[i], cost(r.users, r.wakes, r.stops, r.end))
+		}
+	}
+	return renderDays(d, results) + "\n" + renderCosts(d, costs), nil
 }
 
 // pushKinds are the clients the host tells of readiness: the targets on
