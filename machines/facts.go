@@ -60,9 +60,6 @@ var embedded = sync.OnceValue(func() facts {
 // Facts is state s's facts in the embedded table.
 func Facts(s engine.State) StateFacts { return embedded().of(s) }
 
-// States lists the embedded table's states and their facts, in its order.
-func States() []StateFacts { return slices.Clone(embedded().order) }
-
 // InProgress reports whether s is a state of a wake whose outcome is not
 // known yet: what a watch follows.
 func InProgress(s engine.State) bool { return Facts(s).InProgress }

@@ -122,13 +122,6 @@ func PodStates() ([]State, error) {
 	return l.States, err
 }
 
-// ParseTable parses a transition table in the pod-lifecycle.toml format
-// (see ParseLifecycle).
-func ParseTable(src []byte) (engine.Table, error) {
-	l, err := ParseLifecycle(src)
-	return l.Table, err
-}
-
 var tones = []string{"ok", "busy", "idle", "bad"}
 
 // checkState reports what is wrong with a state's facts.

@@ -33,7 +33,7 @@ func TestParseTableErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParseTable([]byte(tt.src))
+			_, err := ParseLifecycle([]byte(tt.src))
 			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
 				t.Errorf("err = %v, want prefix %q", err, tt.want)
 			}

@@ -124,16 +124,10 @@ type Readier interface {
 	Ready(ctx context.Context) error
 }
 
-// Process runs message for session through the chain, falling back only on
-// fallback-eligible failures. The error that ends the chain is returned
-// wrapped, so errors.As still finds a not-ready error and its capabilities.
-//
-// Process is ProcessHeld without a hold.
-func (a *Agent) Process(ctx context.Context, session, message string) (Result, error) {
-	return a.ProcessHeld(ctx, session, message, nil)
-}
-
-// ProcessHeld is Process that calls hold, when not nil, before it reads the
+// ProcessHeld runs message for session through the chain, falling back
+// only on fallback-eligible failures. The error that ends the chain is
+// returned wrapped, so errors.As still finds a not-ready error and its
+// capabilities. It calls hold, when not nil, before it reads the
 // session's history, and only once it may reach a model: when the chain's
 // first model is a Readier that says its pod is not ready, the turn ends
 // with that error (a not-ready error never falls back, D11) having read

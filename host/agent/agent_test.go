@@ -79,7 +79,7 @@ func TestProcessFallback(t *testing.T) {
 			b := &fakeModel{reply: "from b"}
 			h := &memHistory{}
 			ag := New(Config{Chain: []Provider{{"a", a}, {"b", b}}, History: h, HistoryMessages: 20, HistoryBytes: 1 << 10})
-			res, err := ag.Process(context.Background(), "s1", "hi")
+			res, err := ag.ProcessHeld(context.Background(), "s1", "hi", nil)
 			if err == nil {
 				if err := ag.Remember(t.Context(), "s1", "hi", res); err != nil {
 					t.Fatal(err)
@@ -109,7 +109,7 @@ func TestMessagesCarryPromptAndHistory(t *testing.T) {
 		{Role: "user", Content: "q1"}, {Role: "assistant", Content: "r1"},
 	}}}
 	ag := New(Config{Chain: []Provider{{"a", m}}, History: h, SystemPrompt: "be brief", HistoryMessages: 2, HistoryBytes: 1 << 10})
-	res, err := ag.Process(context.Background(), "s1", "q2")
+	res, err := ag.ProcessHeld(context.Background(), "s1", "q2", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestProcessOn(t *testing.T) {
 	if _, err := ag.ProcessOn(context.Background(), "s1", "hi", "a", resolve.Once); err != nil {
 		t.Errorf("pinned a: %v", err)
 	}
-	if _, err := ag.Process(context.Background(), "s1", "hi"); err != nil {
+	if _, err := ag.ProcessHeld(context.Background(), "s1", "hi", nil); err != nil {
 		t.Errorf("chain: %v", err)
 	}
 	if diff := cmp.Diff([]resolve.Send{resolve.Once, resolve.Retry}, a.sends); diff != "" {
@@ -162,7 +162,7 @@ func TestProcessOn(t *testing.T) {
 
 func TestRememberError(t *testing.T) {
 	ag := New(Config{Chain: []Provider{{"a", &fakeModel{reply: "r"}}}, History: &memHistory{appendErr: fmt.Errorf("disk full")}})
-	res, err := ag.Process(context.Background(), "s1", "q")
+	res, err := ag.ProcessHeld(context.Background(), "s1", "q", nil)
 	if err != nil || res.Reply != "r" {
 		t.Fatalf("got %+v, %v", res, err)
 	}
@@ -172,7 +172,7 @@ func TestRememberError(t *testing.T) {
 }
 
 func TestEmptyChain(t *testing.T) {
-	if _, err := New(Config{History: &memHistory{}}).Process(context.Background(), "s", "q"); err == nil {
+	if _, err := New(Config{History: &memHistory{}}).ProcessHeld(context.Background(), "s", "q", nil); err == nil {
 		t.Error("an empty chain must be an error")
 	}
 }

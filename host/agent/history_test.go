@@ -124,7 +124,7 @@ func TestHistoryLimits(t *testing.T) {
 				m := &fakeModel{reply: "r"}
 				ag := New(Config{Chain: []Provider{{"a", m}}, History: h, SystemPrompt: "sys",
 					HistoryMessages: tt.messages, HistoryBytes: tt.bytes, RequestBytes: tt.requestBytes})
-				if _, err := ag.Process(context.Background(), "s1", tt.message); err != nil {
+				if _, err := ag.ProcessHeld(context.Background(), "s1", tt.message, nil); err != nil {
 					t.Fatal(err)
 				}
 				if diff := cmp.Diff(tt.want, m.sent[0]); diff != "" {
@@ -193,10 +193,10 @@ func TestMessageTooLarge(t *testing.T) {
 	if got, want := ag.MaxMessageBytes(), requestBytes-envelopeBytes-2*messageBytes-3; got != want {
 		t.Fatalf("MaxMessageBytes = %d, want %d", got, want)
 	}
-	if _, err := ag.Process(context.Background(), "s1", x(ag.MaxMessageBytes())); err != nil {
+	if _, err := ag.ProcessHeld(context.Background(), "s1", x(ag.MaxMessageBytes()), nil); err != nil {
 		t.Errorf("a message of exactly MaxMessageBytes: %v", err)
 	}
-	if _, err := ag.Process(context.Background(), "s1", x(ag.MaxMessageBytes()+1)); !errors.Is(err, ErrTooLarge) {
+	if _, err := ag.ProcessHeld(context.Background(), "s1", x(ag.MaxMessageBytes()+1), nil); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("Process of a message one byte over: %v, want ErrTooLarge", err)
 	}
 	if _, err := ag.ProcessOn(context.Background(), "s1", x(ag.MaxMessageBytes()+1), "a", resolve.Retry); !errors.Is(err, ErrTooLarge) {
