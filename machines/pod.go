@@ -84,11 +84,11 @@ type Record struct {
 	// does. The wake clears them.
 	StoppedAt  time.Time `json:"stoppedAt,omitzero"`
 	StopReason string    `json:"stopReason,omitempty"`
-	// AnsweredAt is when the pod's model last answered a user's turn, as
-	// the host that answered it stamped it: the idle stop of every host
+	// AnsweredAt is when the pod's model last answered a user's turn, or
+	// a turn of it began, as the host that ran it stamped it: the idle stop of every host
 	// sharing the store measures from it (host/wake). A host stamps it
 	// only when the stored stamp is a minute old or more, so it may be up
-	// to a minute older than the last answer. The machine never reads or
+	// to a minute older than the last answer or turn. The machine never reads or
 	// changes it, and a wake keeps it; zero until a stamp.
 	AnsweredAt time.Time `json:"answeredAt,omitzero"`
 }

@@ -128,14 +128,22 @@ func (c *Coordinator) Begin(pod string) (end func()) {
 	if len(c.stops) == 0 {
 		return func() {}
 	}
+	began, stamp := c.now(), false
 	c.idle.mu.Lock()
 	if pod == "" {
 		c.idle.any++
 	} else {
-		c.idle.podLocked(pod).inFlight++
+		a := c.idle.podLocked(pod)
+		a.inFlight++
+		// The other hosts see this turn only through the stamp: one
+		// that began is use of the pod as much as an answer is.
+		stamp = c.stampDueLocked(pod, a, began)
 	}
 	c.idle.pokeLocked(pod)
 	c.idle.mu.Unlock()
+	if stamp {
+		c.stampAnswer(pod, began)
+	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {

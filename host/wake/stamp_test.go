@@ -262,3 +262,20 @@ func TestAnswerStampFailure(t *testing.T) {
 		e.logs.wait(t, wake.LineStoreBack)
 	})
 }
+
+// TestTurnBeginStamps: a turn that begins on this host stamps the record
+// as an answer does, so that another host's idle stop, which cannot see
+// the turn in flight here, measures from it (a stored stamp holds a stop
+// back: TestIdleStopWaitsForAStampFromElsewhere).
+func TestTurnBeginStamps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := readyEnv(t, fifteen, true, wake.Config{})
+		time.Sleep(14 * time.Minute)
+		end := e.c.Begin("qwen")
+		defer end()
+		synctest.Wait()
+		if got, want := e.record(t).AnsweredAt, e.at(14*time.Minute); !got.Equal(want) {
+			t.Errorf("the record's stamp after a turn began at 14m: %v, want %v", got, want)
+		}
+	})
+}
