@@ -53,6 +53,30 @@ type Config struct {
 	// until the pod is RUNNING, which is what the real conductor does. Default
 	// false: start holds.
 	NoStartHold bool
+
+	// OnAnswer, when set, is told of each completion the model answers
+	// (each one Completions counts), with when its handler began and when
+	// its answer was written (AnswerTimes). It is called on the request's
+	// own goroutine, before the answer is sent (a stream: once its first
+	// chunk is sent), concurrently for concurrent requests: it must be
+	// quick and must not block. Default nil: the model reads no clock for
+	// it.
+	OnAnswer func(AnswerTimes)
+}
+
+// AnswerTimes is one answered completion's two instants on the model's side,
+// on the wall clock (time.Now, monotonic reading included), not on
+// Config.Clock: a caller in the same process sets them beside its own
+// instants to split a request into the leg before the model, the model's own
+// work and the leg after it.
+type AnswerTimes struct {
+	// Began is when the completion's handler began: the request's head
+	// had arrived (its body is read after).
+	Began time.Time
+	// Written is when the answer was written to the response, just before
+	// it was sent on the connection: the whole answer, or a stream's first
+	// chunk (the role chunk).
+	Written time.Time
 }
 
 // timing holds the configured delays already divided by Scale: durations on

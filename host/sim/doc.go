@@ -64,6 +64,10 @@
 // AwaitStreams waits for streams to end and counts those sent to the end
 // and those whose client left first).
 // Completions counts the completions the model answered, streamed or not.
+// Config.OnAnswer, when set, is told of each of them: when its handler began
+// and when its answer (a stream: its first chunk) was written, on the wall
+// clock, so that the benchmark harness, whose client shares the process,
+// can split a request's time into the legs before and after the model.
 //
 // A start from asleep begins a new wake with a new pod id ("pod-1", "pod-2", …,
 // counted across all pods); a start while a wake is in flight joins it. Like the
@@ -80,6 +84,9 @@
 //   - Call Close. It unblocks held starts, then shuts the server down.
 //   - A fake Clock must be safe for concurrent use (the tests' ManualClock
 //     is): handlers call Now from the server's goroutines.
+//   - Config.OnAnswer runs on the request's path and concurrently for
+//     concurrent requests: it must be quick, safe for concurrent use and
+//     must not block.
 //   - The test controls (ForceStartStatus, NeverReady) panic on a
 //     pod name the Sim does not serve: a typo in a test must not pass quietly.
 //

@@ -161,6 +161,7 @@ func writeBadRequest(w http.ResponseWriter, msg string) {
 // handleCompletion answers a chat completion with "echo: " and the last
 // message's content, once the model is ready.
 func (s *Sim) handleCompletion(w http.ResponseWriter, r *http.Request) {
+	began := s.traceNow()
 	podID := r.PathValue("podId")
 	if g, _ := s.proxied(podID, false); g != gateReady {
 		s.mu.Lock()
@@ -210,7 +211,7 @@ func (s *Sim) handleCompletion(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	completion := len(strings.Fields(content))
 	if req.Stream {
-		s.writeStream(w, r, "chatcmpl-sim-"+strconv.Itoa(n), created, model, content,
+		s.writeStream(w, r, began, "chatcmpl-sim-"+strconv.Itoa(n), created, model, content,
 			req.StreamOptions.IncludeUsage, chatUsage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion})
 		return
 	}
@@ -230,6 +231,25 @@ func (s *Sim) handleCompletion(w http.ResponseWriter, r *http.Request) {
 			TotalTokens:      prompt + completion,
 		},
 	})
+	// The answer sits in the response's buffer; net/http sends it when the
+	// handler returns.
+	s.answered(began, s.traceNow())
+}
+
+// traceNow is the wall clock when Config.OnAnswer is set and the zero time
+// otherwise, so that an untraced model reads no clock for it.
+func (s *Sim) traceNow() time.Time {
+	if s.onAnswer == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// answered tells Config.OnAnswer, if set, of an answered completion.
+func (s *Sim) answered(began, written time.Time) {
+	if s.onAnswer != nil {
+		s.onAnswer(AnswerTimes{Began: began, Written: written})
+	}
 }
 
 type modelList struct {

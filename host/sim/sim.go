@@ -25,6 +25,8 @@ type Sim struct {
 	tm    timing
 	hold  bool
 	mux   *http.ServeMux
+	// onAnswer is Config.OnAnswer; nil when untraced.
+	onAnswer func(AnswerTimes)
 
 	closed    chan struct{} // closed by Close: unblocks held starts
 	closeOnce sync.Once
@@ -60,6 +62,7 @@ func New(cfg Config) *Sim {
 		clock:      cfg.Clock,
 		tm:         cfg.timing(),
 		hold:       !cfg.NoStartHold,
+		onAnswer:   cfg.OnAnswer,
 		closed:     make(chan struct{}),
 		pods:       make(map[string]*pod),
 		turnedAway: make(map[gate]int),

@@ -74,8 +74,9 @@ type streamDelta struct {
 	Content *string `json:"content,omitempty"`
 }
 
-// writeStream answers content as vLLM streams it, one word per chunk.
-func (s *Sim) writeStream(w http.ResponseWriter, r *http.Request, id string, created int64, model, content string, includeUsage bool, u chatUsage) {
+// writeStream answers content as vLLM streams it, one word per chunk. began
+// is when the completion's handler began, for Config.OnAnswer.
+func (s *Sim) writeStream(w http.ResponseWriter, r *http.Request, began time.Time, id string, created int64, model, content string, includeUsage bool, u chatUsage) {
 	s.mu.Lock()
 	gap := s.stream.gap
 	s.mu.Unlock()
@@ -83,19 +84,22 @@ func (s *Sim) writeStream(w http.ResponseWriter, r *http.Request, id string, cre
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
-	send := func(c streamChunk) bool {
+	// write puts a chunk in the response's buffer; Flush sends it.
+	write := func(c streamChunk) bool {
 		b, _ := json.Marshal(c)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			return false
-		}
-		return rc.Flush() == nil
+		_, err := fmt.Fprintf(w, "data: %s\n\n", b)
+		return err == nil
 	}
+	send := func(c streamChunk) bool { return write(c) && rc.Flush() == nil }
 	chunk := func(d streamDelta, finish *string) streamChunk {
 		return streamChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: model,
 			Choices: []streamChoice{{Delta: d, FinishReason: finish}}}
 	}
 	empty := ""
-	ok := send(chunk(streamDelta{Role: "assistant", Content: &empty}, nil))
+	ok := write(chunk(streamDelta{Role: "assistant", Content: &empty}, nil))
+	written := s.traceNow()
+	ok = ok && rc.Flush() == nil
+	s.answered(began, written)
 	words := strings.SplitAfter(content, " ")
 	for i := 0; ok && i < len(words); i++ {
 		if i > 0 && gap > 0 {

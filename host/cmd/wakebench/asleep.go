@@ -162,14 +162,14 @@ func settledStarts(ctx context.Context, s *sim.Sim) int {
 
 // askAsleep sends one ask that must get a wake-policy reply, not a model's.
 func askAsleep(ctx context.Context, h *host, session string) (time.Duration, error) {
-	reply, d, err := h.ask(ctx, session, "hello")
+	reply, sp, err := h.ask(ctx, session, "hello")
 	if err != nil {
 		return 0, err
 	}
 	if strings.HasPrefix(reply, "echo: ") {
 		return 0, fmt.Errorf("the model answered on an asleep pod: %.100q", reply)
 	}
-	return d, nil
+	return sp.d(), nil
 }
 
 // warm reads the pod through the host a few times, which opens the

@@ -35,30 +35,37 @@ func newClient() *http.Client {
 	}
 }
 
-// roundTrip sends one request and reads the whole response. d is from
+// span is one request on the client's clock: when the client began to send
+// it, and when it had the answer (all of it, or a stream's first byte).
+type span struct{ sent, in time.Time }
+
+// d is how long the span took.
+func (s span) d() time.Duration { return s.in.Sub(s.sent) }
+
+// roundTrip sends one request and reads the whole response. sp is from
 // sending the request to having read the body; a non-2xx status is not an
 // error here.
-func roundTrip(ctx context.Context, c *http.Client, method, url string, body []byte, header http.Header) (status int, data []byte, d time.Duration, err error) {
+func roundTrip(ctx context.Context, c *http.Client, method, url string, body []byte, header http.Header) (status int, data []byte, sp span, err error) {
 	var r io.Reader
 	if body != nil {
 		r = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, url, r)
 	if err != nil {
-		return 0, nil, 0, err
+		return 0, nil, span{}, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	t0 := time.Now()
+	sp.sent = time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
-		return 0, nil, 0, err
+		return 0, nil, span{}, err
 	}
 	data, err = io.ReadAll(io.LimitReader(resp.Body, maxResponse))
-	d = time.Since(t0)
+	sp.in = time.Now()
 	resp.Body.Close()
-	return resp.StatusCode, data, d, err
+	return resp.StatusCode, data, sp, err
 }
 
 var jsonHeader = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}}
@@ -76,23 +83,23 @@ type chatReply struct {
 
 // ask sends one turn to the host and returns the reply and the round trip.
 // Anything but a 200 with a non-empty reply is an error.
-func (h *host) ask(ctx context.Context, session, message string) (string, time.Duration, error) {
+func (h *host) ask(ctx context.Context, session, message string) (string, span, error) {
 	body, err := json.Marshal(chatRequest{Message: message, SessionID: session})
 	if err != nil {
-		return "", 0, err
+		return "", span{}, err
 	}
-	status, data, d, err := roundTrip(ctx, h.client, http.MethodPost, h.base+"/api/chat", body, jsonHeader)
+	status, data, sp, err := roundTrip(ctx, h.client, http.MethodPost, h.base+"/api/chat", body, jsonHeader)
 	if err != nil {
-		return "", 0, fmt.Errorf("POST /api/chat: %w", err)
+		return "", span{}, fmt.Errorf("POST /api/chat: %w", err)
 	}
 	if status != http.StatusOK {
-		return "", d, fmt.Errorf("POST /api/chat: status %d: %.200s", status, data)
+		return "", sp, fmt.Errorf("POST /api/chat: status %d: %.200s", status, data)
 	}
 	var rep chatReply
 	if err := json.Unmarshal(data, &rep); err != nil || rep.Reply == "" {
-		return "", d, fmt.Errorf("POST /api/chat: unexpected body %.200s", data)
+		return "", sp, fmt.Errorf("POST /api/chat: unexpected body %.200s", data)
 	}
-	return rep.Reply, d, nil
+	return rep.Reply, sp, nil
 }
 
 // podReady reads GET /api/pods/qwen and reports its "ready".

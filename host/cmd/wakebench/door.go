@@ -25,7 +25,9 @@ import (
 //   - doorConc concurrent streams of 200 chunks through the host: every
 //     chunk in order and whole, and the CPU time the host and the provider
 //     plugin spent per chunk;
-//   - the non-streaming ready path.
+//   - the non-streaming ready path;
+//   - the sequential streams' first bytes and non-streaming answers split
+//     at the model (trace.go).
 
 // The targets (#18), beside readyAdded50/99 and floorRatio for the
 // non-streaming path.
@@ -84,7 +86,8 @@ type doorRun struct {
 	perChunkAdded, perChunkFloorAdded  time.Duration // (p50 body host (floor) − p50 body direct) / chunks
 	plainHost, plainDirect, plainFloor latency       // stream: false
 	plainAdded, plainFloorAdded        latency
-	concStreams, concWhole             int // streams run at once; of them, every chunk whole and in order
+	streamLegs, plainLegs              pathLegs // split at the model: to the first byte; non-streaming
+	concStreams, concWhole             int      // streams run at once; of them, every chunk whole and in order
 	hostCPU, pluginCPU                 time.Duration
 	concChunks                         int
 	errs                               []error // the host's and the direct path's
@@ -94,10 +97,11 @@ type doorRun struct {
 
 // streamResult is one streamed answer as a client saw it.
 type streamResult struct {
-	ttfb, body time.Duration
-	contents   []string // each content delta, in order
-	ids        map[string]bool
-	whole      bool // every event a whole JSON chunk, ending in [DONE]
+	head     span          // sent → the first byte
+	body     time.Duration // the first byte → [DONE]
+	contents []string      // each content delta, in order
+	ids      map[string]bool
+	whole    bool // every event a whole JSON chunk, ending in [DONE]
 }
 
 // stream sends body to url and reads the event stream to its end.
@@ -109,7 +113,8 @@ func stream(ctx context.Context, c *http.Client, url string, body []byte, header
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	t0 := time.Now()
+	out := streamResult{ids: map[string]bool{}, whole: true}
+	out.head.sent = time.Now()
 	resp, err := c.Do(req)
 	if err != nil {
 		return streamResult{}, err
@@ -119,13 +124,10 @@ func stream(ctx context.Context, c *http.Client, url string, body []byte, header
 		return streamResult{}, fmt.Errorf("status %d", resp.StatusCode)
 	}
 	r := bufio.NewReaderSize(resp.Body, 64<<10)
-	out := streamResult{ids: map[string]bool{}, whole: true}
-	var first time.Time
 	for {
 		line, err := r.ReadString('\n')
-		if first.IsZero() && len(line) > 0 {
-			first = time.Now()
-			out.ttfb = first.Sub(t0)
+		if out.head.in.IsZero() && len(line) > 0 {
+			out.head.in = time.Now()
 		}
 		if err != nil {
 			return out, fmt.Errorf("the stream ended before [DONE]: %w", err)
@@ -139,7 +141,7 @@ func stream(ctx context.Context, c *http.Client, url string, body []byte, header
 			out.whole = false
 			continue
 		case data == "[DONE]":
-			out.body = time.Since(first)
+			out.body = time.Since(out.head.in)
 			// Read on to the body's end, as openai-python does, so that
 			// the connection is reused: closed before it, the client drops
 			// it and the next request pays a new one.
@@ -184,7 +186,8 @@ func (r streamResult) inOrder() bool {
 // door runs measurement 6 once, on a fresh simulator and host with the pod
 // ready.
 func (b *harness) door(ctx context.Context, run int) (r doorRun, err error) {
-	s, proxy, h, err := b.readyWorld(ctx)
+	watch := &answerWatch{}
+	s, proxy, h, err := b.readyWorld(ctx, watch)
 	if err != nil {
 		return r, err
 	}
@@ -227,13 +230,13 @@ func (b *harness) door(ctx context.Context, run int) (r doorRun, err error) {
 		}
 		return res, err
 	}
-	viaPlain := func(path string) (time.Duration, error) {
+	viaPlain := func(path string) (span, error) {
 		c, url, hd := via(path)
-		status, data, d, err := roundTrip(ctx, c, http.MethodPost, url, plainBody, hd)
+		status, data, sp, err := roundTrip(ctx, c, http.MethodPost, url, plainBody, hd)
 		if err == nil && (status != http.StatusOK || !bytes.Contains(data, []byte(`"echo: w0 w1`))) {
 			err = fmt.Errorf("%s completion: status %d: %.200s", path, status, data)
 		}
-		return d, err
+		return sp, err
 	}
 	for range b.plan.warmup {
 		for _, path := range []string{"host", "direct", "floor"} {
@@ -257,19 +260,23 @@ func (b *harness) door(ctx context.Context, run int) (r doorRun, err error) {
 		}
 		for _, path := range rotate(paths, i) {
 			k := slices.Index(paths, path)
+			mark := watch.mark()
 			if res, err := viaStream(path); err != nil && path == "floor" {
 				r.floorErrs++
 			} else if err != nil {
 				r.errs = append(r.errs, err)
 			} else {
-				ttfb[k], body[k] = append(ttfb[k], res.ttfb), append(body[k], res.body)
+				ttfb[k], body[k] = append(ttfb[k], res.head.d()), append(body[k], res.body)
+				r.streamLegs.of(path).add(watch, mark, res.head)
 			}
-			if d, err := viaPlain(path); err != nil && path == "floor" {
+			mark = watch.mark()
+			if sp, err := viaPlain(path); err != nil && path == "floor" {
 				r.floorErrs++
 			} else if err != nil {
 				r.errs = append(r.errs, err)
 			} else {
-				plain[k] = append(plain[k], d)
+				plain[k] = append(plain[k], sp.d())
+				r.plainLegs.of(path).add(watch, mark, sp)
 			}
 		}
 	}
@@ -349,9 +356,12 @@ func doorRows(p plan, runs []doorRun) []row {
 	var th, td, tf, bh, bd, bf, ph, pd, pf, tAdded, tFloor, pAdded, pFloor []latency
 	var cAdded, cFloor, hostCPU, pluginCPU []time.Duration
 	var errs []error
+	var streamSplit, plainSplit legRuns
 	whole, streams, floorErrs := 0, 0, 0
 	for _, r := range runs {
 		floorErrs += r.floorErrs
+		streamSplit.add(r.streamLegs)
+		plainSplit.add(r.plainLegs)
 		th, td, tf = append(th, r.ttfbHost), append(td, r.ttfbDirect), append(tf, r.ttfbFloor)
 		bh, bd, bf = append(bh, r.bodyHost), append(bd, r.bodyDirect), append(bf, r.bodyFloor)
 		ph, pd, pf = append(ph, r.plainHost), append(pd, r.plainDirect), append(pf, r.plainFloor)
@@ -374,13 +384,14 @@ func doorRows(p plan, runs []doorRun) []row {
 	pair := func(l latency) string { return us(l.p50) + " / " + us(l.p99) }
 	within := func(host, floor time.Duration) bool { return floor > 0 && float64(host) <= floorRatio*float64(floor) }
 	ta, tfl, pa, pfl := medianLatency(tAdded), medianLatency(tFloor), medianLatency(pAdded), medianLatency(pFloor)
-	rows := []row{
+	rows := slices.Concat([]row{
 		{"6", fmt.Sprintf("streaming, time to first byte through POST /v1/chat/completions / straight to the model / through the floor (%d triples of %d-chunk answers, interleaved): p50 / p99", p.doorPairs, n),
 			three(th, td, tf), noTarget, noTarget},
 		{"6", "streaming: time to first byte added by the host / by the floor (− direct, per run): p50 / p99",
 			pair(ta) + "; floor " + pair(tfl), "host < 0.3 / 0.9 ms", verdict(clean && ta.p50 < ttfbAdded50 && ta.p99 < ttfbAdded99)},
 		{"6", "streaming: time to first byte added by the host, as a multiple of the floor's at p50",
 			ratio(ta.p50, tfl.p50), "≤ 2.5×", verdict(clean && within(ta.p50, tfl.p50))},
+	}, streamSplit.rows("6", "streaming, to the first byte", firstLegs), []row{
 		{"6", fmt.Sprintf("streaming: first byte → [DONE] through the host / direct / the floor: p50 (%d chunks)", n),
 			fmt.Sprintf("%s / %s / %s", ms(medianLatency(bh).p50), ms(medianLatency(bd).p50), ms(medianLatency(bf).p50)), noTarget, noTarget},
 		{"6", "streaming: relay added per chunk by the host / by the floor ((p50 − p50 direct) / chunks, per run)",
@@ -395,8 +406,9 @@ func doorRows(p plan, runs []doorRun) []row {
 			pair(pa) + "; floor " + pair(pfl), "host < 0.35 / 1.0 ms", verdict(clean && pa.p50 < readyAdded50 && pa.p99 < readyAdded99)},
 		{"6", "non-streaming: added by the host, as a multiple of the floor's at p50",
 			ratio(pa.p50, pfl.p50), "≤ 2.5×", verdict(clean && within(pa.p50, pfl.p50))},
-	}
-	rows = append(rows, row{"6", "floor requests that failed (a bare ReverseProxy's, not the host's: counted apart)",
-		fmt.Sprintf("%d of %d", floorErrs, len(runs)*2*p.doorPairs), noTarget, noTarget})
+	}, plainSplit.rows("6", "non-streaming", wholeLegs), []row{
+		{"6", "floor requests that failed (a bare ReverseProxy's, not the host's: counted apart)",
+			fmt.Sprintf("%d of %d", floorErrs, len(runs)*2*p.doorPairs), noTarget, noTarget},
+	})
 	return append(rows, errorRows("6", "door requests (host and direct)", errs, len(runs)*(4*p.doorPairs+doorConc))...)
 }

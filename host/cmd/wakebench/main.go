@@ -5,13 +5,16 @@
 //
 //  1. the asleep path's reply latency, while the start request is held open;
 //  2. what the host adds to a completion on a ready pod, measured side by
-//     side with the same completion sent straight to the model;
+//     side with the same completion sent straight to the model and through
+//     a bare reverse proxy (floor.go), each request also split at the model
+//     into the legs before, in and after it (trace.go);
 //  3. a burst of concurrent asks on an asleep pod: one start, every reply;
 //  4. how soon GET /api/pods/{name} says "ready" once the model answers;
 //  5. the processes' resident memory and the host's start-up time;
 //  6. the OpenAI-compatible door: streaming time to first byte and relay
 //     cost per chunk, 64 concurrent streams (order, CPU per chunk), and the
-//     non-streaming ready path, each beside the model called directly;
+//     non-streaming ready path, each beside the model called directly and
+//     the floor, and split at the model as in 2;
 //  7. wake efficiency over a simulated working day (population.go): three
 //     populations of users (legacy askers, wait/resume clients on the event
 //     stream, OpenAI clients in hold mode), each on an in-process host and
@@ -223,16 +226,12 @@ func (b *harness) measure(ctx context.Context, withPostgres bool) ([]row, error)
 		}
 	}
 
-	var doors []doorRun
-	for i := range p.runs {
-		r, err := b.door(ctx, i)
-		if err != nil {
-			return nil, fmt.Errorf("measurement 6 (the OpenAI door), run %d: %w", i+1, err)
-		}
-		b.progressf("6 OpenAI door, run %d/%d: first byte added %s (floor %s), per chunk %s (floor %s), non-streaming added %s (floor %s)",
-			i+1, p.runs, us(r.ttfbAdded.p50), us(r.ttfbFloorAdded.p50), us(r.perChunkAdded), us(r.perChunkFloorAdded),
-			us(r.plainAdded.p50), us(r.plainFloorAdded.p50))
-		doors, startups = append(doors, r), append(startups, r.startup)
+	doors, err := b.doorRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range doors {
+		startups = append(startups, r.startup)
 	}
 
 	var rows []row
@@ -275,8 +274,8 @@ func (b *harness) readyRuns(ctx context.Context) ([]readyRun, error) {
 		if err != nil {
 			return nil, fmt.Errorf("measurement 2 (ready path), run %d: %w", i+1, err)
 		}
-		b.progressf("2 ready path, run %d/%d: host p50 %s, direct p50 %s, floor p50 %s, added %s (floor %s)",
-			i+1, p.runs, ms(r.host.p50), ms(r.direct.p50), ms(r.floor.p50), us(r.added.p50), us(r.floorAdded.p50))
+		b.progressf("2 ready path, run %d/%d: host p50 %s, direct p50 %s, floor p50 %s, added %s (floor %s), host − floor per leg %s",
+			i+1, p.runs, ms(r.host.p50), ms(r.direct.p50), ms(r.floor.p50), us(r.added.p50), us(r.floorAdded.p50), r.legs.hostOverFloor().signed())
 		ready = append(ready, r)
 	}
 	return ready, nil
@@ -291,15 +290,28 @@ func (b *harness) measureReady(ctx context.Context) ([]row, error) {
 	return readyRows(b.plan, ready), nil
 }
 
-// measureDoor runs measurement 6 alone (-only 6) and returns its rows.
-func (b *harness) measureDoor(ctx context.Context) ([]row, error) {
+// doorRuns runs measurement 6 -runs times.
+func (b *harness) doorRuns(ctx context.Context) ([]doorRun, error) {
+	p := b.plan
 	var doors []doorRun
-	for i := range b.plan.runs {
+	for i := range p.runs {
 		r, err := b.door(ctx, i)
 		if err != nil {
 			return nil, fmt.Errorf("measurement 6 (the OpenAI door), run %d: %w", i+1, err)
 		}
+		b.progressf("6 OpenAI door, run %d/%d: first byte added %s (floor %s), per chunk %s (floor %s), non-streaming added %s (floor %s); host − floor per leg: first byte %s, non-streaming %s",
+			i+1, p.runs, us(r.ttfbAdded.p50), us(r.ttfbFloorAdded.p50), us(r.perChunkAdded), us(r.perChunkFloorAdded),
+			us(r.plainAdded.p50), us(r.plainFloorAdded.p50), r.streamLegs.hostOverFloor().signed(), r.plainLegs.hostOverFloor().signed())
 		doors = append(doors, r)
+	}
+	return doors, nil
+}
+
+// measureDoor runs measurement 6 alone (-only 6) and returns its rows.
+func (b *harness) measureDoor(ctx context.Context) ([]row, error) {
+	doors, err := b.doorRuns(ctx)
+	if err != nil {
+		return nil, err
 	}
 	return doorRows(b.plan, doors), nil
 }

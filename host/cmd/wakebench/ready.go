@@ -34,9 +34,10 @@ const readyWithin = 5 * time.Second
 // readyRun is one run of measurement 2.
 type readyRun struct {
 	host, direct latency
-	added        latency // host minus direct, p50 and p99
-	floor        latency // the same completion through the floor proxy
-	floorAdded   latency // floor minus direct
+	added        latency  // host minus direct, p50 and p99
+	floor        latency  // the same completion through the floor proxy
+	floorAdded   latency  // floor minus direct
+	legs         pathLegs // each sequential request split at the model
 	errs         []error
 	fp           footprint
 	startup      time.Duration
@@ -47,7 +48,8 @@ type readyRun struct {
 // /api/chat (a new session each time, as a fresh client would) and straight
 // to the simulated model, one request at a time.
 func (b *harness) ready(ctx context.Context, run int) (r readyRun, err error) {
-	s, proxy, h, err := b.readyWorld(ctx)
+	watch := &answerWatch{}
+	s, proxy, h, err := b.readyWorld(ctx, watch)
 	if err != nil {
 		return r, err
 	}
@@ -63,12 +65,12 @@ func (b *harness) ready(ctx context.Context, run int) (r readyRun, err error) {
 	defer func() { err = errors.Join(err, fl.stop()) }()
 	viaFloor := newDirect(fl.base)
 	defer viaFloor.client.CloseIdleConnections()
-	viaHost := func(session string) (time.Duration, error) {
-		reply, d, err := h.ask(ctx, session, readyMessage)
+	viaHost := func(session string) (span, error) {
+		reply, sp, err := h.ask(ctx, session, readyMessage)
 		if err == nil && reply != "echo: "+readyMessage {
 			err = fmt.Errorf("host: not the model's answer: %.100q", reply)
 		}
-		return d, err
+		return sp, err
 	}
 	for i := range b.plan.warmup {
 		if _, err := viaHost(fmt.Sprintf("r%d-w%d", run, i)); err != nil {
@@ -89,25 +91,29 @@ func (b *harness) ready(ctx context.Context, run int) (r readyRun, err error) {
 		// Rotate which goes first, so that none always runs on the
 		// others' warm caches.
 		for _, path := range rotate([]string{"host", "direct", "floor"}, i) {
-			var d time.Duration
+			var sp span
 			var err error
+			mark := watch.mark()
 			switch path {
 			case "host":
-				d, err = viaHost(fmt.Sprintf("r%d-%d", run, i))
+				sp, err = viaHost(fmt.Sprintf("r%d-%d", run, i))
 			case "floor":
-				d, err = viaFloor.complete(ctx)
+				sp, err = viaFloor.complete(ctx)
 			default:
-				d, err = direct.complete(ctx)
+				sp, err = direct.complete(ctx)
 			}
-			switch {
-			case err != nil:
+			if err != nil {
 				r.errs = append(r.errs, err)
-			case path == "host":
-				hostLat = append(hostLat, d)
-			case path == "floor":
-				floorLat = append(floorLat, d)
+				continue
+			}
+			r.legs.of(path).add(watch, mark, sp)
+			switch path {
+			case "host":
+				hostLat = append(hostLat, sp.d())
+			case "floor":
+				floorLat = append(floorLat, sp.d())
 			default:
-				directLat = append(directLat, d)
+				directLat = append(directLat, sp.d())
 			}
 		}
 	}
@@ -119,10 +125,13 @@ func (b *harness) ready(ctx context.Context, run int) (r readyRun, err error) {
 	return r, err
 }
 
-// readyWorld starts a simulator whose pod is woken and ready, and a host
-// in front of it: measurements 2 and 6 start from it. The caller stops both.
-func (b *harness) readyWorld(ctx context.Context) (*sim.Sim, string, *host, error) {
-	s, err := startSim(readySim())
+// readyWorld starts a simulator whose pod is woken and ready, its model's
+// answers told to watch, and a host in front of it: measurements 2 and 6
+// start from it. The caller stops both.
+func (b *harness) readyWorld(ctx context.Context, watch *answerWatch) (*sim.Sim, string, *host, error) {
+	cfg := readySim()
+	cfg.OnAnswer = watch.observe
+	s, err := startSim(cfg)
 	if err != nil {
 		return nil, "", nil, err
 	}
@@ -190,13 +199,13 @@ func newDirect(proxy string) *direct {
 }
 
 // complete sends the completion and checks the answer.
-func (d *direct) complete(ctx context.Context) (time.Duration, error) {
-	status, data, lat, err := roundTrip(ctx, d.client, http.MethodPost, d.url, d.body, d.header)
+func (d *direct) complete(ctx context.Context) (span, error) {
+	status, data, sp, err := roundTrip(ctx, d.client, http.MethodPost, d.url, d.body, d.header)
 	if err != nil {
-		return 0, fmt.Errorf("direct completion: %w", err)
+		return span{}, fmt.Errorf("direct completion: %w", err)
 	}
 	if status != http.StatusOK {
-		return 0, fmt.Errorf("direct completion: status %d: %.200s", status, data)
+		return span{}, fmt.Errorf("direct completion: status %d: %.200s", status, data)
 	}
 	var resp struct {
 		Choices []struct {
@@ -206,9 +215,9 @@ func (d *direct) complete(ctx context.Context) (time.Duration, error) {
 		} `json:"choices"`
 	}
 	if err := json.Unmarshal(data, &resp); err != nil || len(resp.Choices) == 0 || resp.Choices[0].Message.Content != "echo: "+readyMessage {
-		return 0, fmt.Errorf("direct completion: unexpected body %.200s", data)
+		return span{}, fmt.Errorf("direct completion: unexpected body %.200s", data)
 	}
-	return lat, nil
+	return sp, nil
 }
 
 // rotate is paths turned left by i: the i-th pair of a run starts with

@@ -57,7 +57,9 @@ func readyRows(p plan, runs []readyRun) []row {
 	var viaHost, direct, viaFloor []latency
 	var added50, added99, floor50, floor99 []time.Duration
 	var errs []error
+	var split legRuns
 	for _, r := range runs {
+		split.add(r.legs)
 		viaHost, direct, viaFloor = append(viaHost, r.host), append(direct, r.direct), append(viaFloor, r.floor)
 		added50, added99 = append(added50, r.added.p50), append(added99, r.added.p99)
 		floor50, floor99 = append(floor50, r.floorAdded.p50), append(floor99, r.floorAdded.p99)
@@ -79,6 +81,7 @@ func readyRows(p plan, runs []readyRun) []row {
 		{"2", "added by the host, as a multiple of the floor's added time at p50",
 			ratio(a50, f50), "≤ 2.5×", verdict(clean && f50 > 0 && float64(a50) <= floorRatio*float64(f50))},
 	}
+	rows = append(rows, split.rows("2", "the ready path, split at the model", wholeLegs)...)
 	return append(rows, errorRows("2", "ready-path requests", errs, len(runs)*3*p.readyPairs)...)
 }
 
