@@ -246,17 +246,25 @@ func (h *host) logTail(n int) string {
 	return "wakehost log (last lines):\n" + strings.Join(lines, "\n")
 }
 
-// footprint is the resident memory of a host and its plugins, in KiB.
+// footprint is the resident memory of a host and its plugins, in KiB:
+// each process's VmRSS, and the Pss of the three together. The plugins run
+// the host's own executable (wakehost plugin NAME), whose pages VmRSS
+// counts in every process that maps them; Pss shares each page out among
+// them, so the sum is what the three cost the machine.
 type footprint struct {
 	host, conductor, provider int64
+	pss                       int64
 }
 
-// footprint reads VmRSS of the host and of its plugin children.
+// footprint reads VmRSS and Pss of the host and of its plugin children.
 func (h *host) footprint() (footprint, error) {
 	pid := h.cmd.Process.Pid
 	var fp footprint
 	var err error
 	if fp.host, err = vmRSS(pid); err != nil {
+		return fp, err
+	}
+	if fp.pss, err = pss(pid); err != nil {
 		return fp, err
 	}
 	kids, err := children(pid)
@@ -268,6 +276,11 @@ func (h *host) footprint() (footprint, error) {
 		if err != nil {
 			return fp, err
 		}
+		p, err := pss(kid)
+		if err != nil {
+			return fp, err
+		}
+		fp.pss += p
 		switch name {
 		case conductorPlugin:
 			fp.conductor = rss
@@ -282,20 +295,26 @@ func (h *host) footprint() (footprint, error) {
 }
 
 // vmRSS is the VmRSS line of /proc/PID/status, in KiB.
-func vmRSS(pid int) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+func vmRSS(pid int) (int64, error) { return kibLine(fmt.Sprintf("/proc/%d/status", pid), "VmRSS:") }
+
+// pss is the Pss line of /proc/PID/smaps_rollup, in KiB.
+func pss(pid int) (int64, error) { return kibLine(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:") }
+
+// kibLine is the value of the line "KEY 12345 kB" of the file at path.
+func kibLine(path, key string) (int64, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("reading memory of process %d: %w", pid, err)
+		return 0, fmt.Errorf("reading memory: %w", err)
 	}
 	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, key); ok {
 			f := strings.Fields(rest) // "12345 kB"
 			if len(f) == 2 && f[1] == "kB" {
 				return strconv.ParseInt(f[0], 10, 64)
 			}
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s line in %s", key, path)
 }
 
 // children maps the executable name of each child of pid to its pid, from

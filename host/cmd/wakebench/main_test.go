@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +110,24 @@ func TestParentPID(t *testing.T) {
 		if got != tt.want || ok != tt.wantOK {
 			t.Errorf("parentPID(%q) = %d, %t; want %d, %t", tt.stat, got, ok, tt.want, tt.wantOK)
 		}
+	}
+}
+
+// TestKibLine: the memory lines of /proc are read in KiB, and a file
+// without the line is an error that names it.
+func TestKibLine(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "smaps_rollup")
+	if err := os.WriteFile(path, []byte("Rss:               26412 kB\nPss:               13876 kB\nPss_Anon:           7400 kB\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := kibLine(path, "Pss:"); err != nil || got != 13876 {
+		t.Errorf("kibLine(Pss:) = %d, %v; want 13876", got, err)
+	}
+	if _, err := kibLine(path, "VmRSS:"); err == nil || !strings.Contains(err.Error(), "VmRSS:") {
+		t.Errorf("kibLine of a missing line: %v, want an error naming it", err)
+	}
+	if got, err := pss(os.Getpid()); err != nil || got <= 0 {
+		t.Errorf("pss of this process = %d, %v; want a positive size", got, err)
 	}
 }
