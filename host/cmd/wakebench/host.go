@@ -139,7 +139,9 @@ func startHost(ctx context.Context, work, binDir string, spec hostSpec) (*host, 
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := writeConfig(dir, binDir, addr, spec)
+	// The plugins are wakehost's own, built in, as a go install gives
+	// them: dir holds no plugin binary to take precedence.
+	cfg, err := writeConfig(dir, dir, addr, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -247,10 +249,10 @@ func (h *host) logTail(n int) string {
 }
 
 // footprint is the resident memory of a host and its plugins, in KiB:
-// each process's VmRSS, and the Pss of the three together. The plugins run
-// the host's own executable (wakehost plugin NAME), whose pages VmRSS
-// counts in every process that maps them; Pss shares each page out among
-// them, so the sum is what the three cost the machine.
+// each process's VmRSS, and the Pss of the three together. The plugins are
+// built in: they run the host's own executable (wakehost plugin NAME),
+// whose pages VmRSS counts in every process that maps them; Pss shares
+// each page out among them, so the sum is what the three cost the machine.
 type footprint struct {
 	host, conductor, provider int64
 	pss                       int64
@@ -337,13 +339,23 @@ func children(pid int) (map[string]int, error) {
 		if ppid, ok := parentPID(stat); !ok || ppid != pid {
 			continue
 		}
-		name := ""
-		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil {
-			name = filepath.Base(exe)
-		}
-		kids[name] = kid
+		kids[processName(e.Name())] = kid
 	}
 	return kids, nil
+}
+
+// processName is the plugin a process of the host runs: NAME of a built-in
+// plugin ("wakehost plugin NAME"), else its executable's file name.
+func processName(pid string) string {
+	if cmdline, err := os.ReadFile(filepath.Join("/proc", pid, "cmdline")); err == nil {
+		if args := strings.Split(string(cmdline), "\x00"); len(args) >= 3 && args[1] == "plugin" {
+			return args[2]
+		}
+	}
+	if exe, err := os.Readlink(filepath.Join("/proc", pid, "exe")); err == nil {
+		return filepath.Base(exe)
+	}
+	return ""
 }
 
 // parentPID reads the ppid from the contents of /proc/PID/stat.

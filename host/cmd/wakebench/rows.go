@@ -187,7 +187,7 @@ func footprintRows(fps [3][]footprint, startups []time.Duration) []row {
 			rss(func(f footprint) int64 { return f.conductor }), noTarget, noTarget},
 		{"5", "… of its wake-plugin-provider-openai child, after 1 / 2 / 3",
 			rss(func(f footprint) int64 { return f.provider }), noTarget, noTarget},
-		{"5", "proportional memory (Pss, MiB) of wakehost and both plugins together, after 1 / 2 / 3 (the plugins run wakehost's executable: VmRSS counts its pages in each)",
+		{"5", "proportional memory (Pss, MiB) of wakehost and both plugins together, after 1 / 2 / 3 (the plugins are built in, run from wakehost's executable: VmRSS counts its pages in each)",
 			rss(func(f footprint) int64 { return f.pss }), noTarget, noTarget},
 		{"5", fmt.Sprintf("wakehost process start → /readyz 200 (all %d host starts; max)", len(startups)),
 			fmt.Sprintf("%s (max %s)", ms(median(startups)), ms(slicesMax(startups))), noTarget, noTarget},
