@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -111,17 +110,6 @@ func (c *Client) podURL(name, action string) string {
 	return u
 }
 
-// effectiveTimeout is limit, or the time left before parent's deadline
-// when that is sooner.
-func effectiveTimeout(parent context.Context, limit time.Duration) time.Duration {
-	if d, ok := parent.Deadline(); ok {
-		if left := time.Until(d); left < limit {
-			return max(left, 0)
-		}
-	}
-	return limit
-}
-
 // podJSON is the conductor's GET /api/pods/{name} answer. Unknown fields
 // are ignored: the conductor adds fields over time.
 type podJSON struct {
@@ -147,61 +135,33 @@ func (c *Client) GetPod(ctx context.Context, name string) (pluginapi.Pod, error)
 	if !pluginapi.ValidPodName(name) {
 		return pluginapi.Pod{}, &pluginapi.LookupError{Message: "invalid pod name"}
 	}
-	timeout := effectiveTimeout(ctx, c.lookupTimeout)
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.podURL(name, ""), nil)
 	if err != nil {
 		return pluginapi.Pod{}, &pluginapi.LookupError{Message: "conductor request: " + pluginapi.ErrorClass(err)}
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return pluginapi.Pod{}, &pluginapi.LookupError{Message: lookupFailure(parent, ctx, timeout, "conductor unreachable: ", err)}
-	}
-	defer func() { _ = resp.Body.Close() }()
-
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return pluginapi.Pod{}, &pluginapi.LookupError{
-			Status:  resp.StatusCode,
-			Message: lookupFailure(parent, ctx, timeout, "conductor answer unreadable: ", err),
-		}
-	}
-	if len(body) > maxBody {
-		return pluginapi.Pod{}, &pluginapi.LookupError{Status: resp.StatusCode, Message: "conductor answered more than 1 MiB"}
+	a, err := pluginapi.Fetch(c.http, req, c.lookupTimeout, maxBody)
+	var fe *pluginapi.FetchError
+	if errors.As(err, &fe) {
+		return pluginapi.Pod{}, fe.LookupError("conductor")
 	}
 
-	switch resp.StatusCode {
+	switch a.Status {
 	case http.StatusOK:
-		pod, err := decodePod(name, body)
+		pod, err := decodePod(name, a.Body)
 		if err != nil {
-			return pluginapi.Pod{}, &pluginapi.LookupError{Status: resp.StatusCode, Message: err.Error()}
+			return pluginapi.Pod{}, &pluginapi.LookupError{Status: a.Status, Message: err.Error()}
 		}
 		return pod, nil
 	case http.StatusNotFound:
-		if pod, err := decodePod(name, body); err == nil && pod.Lookup == pluginapi.LookupNotFound {
+		if pod, err := decodePod(name, a.Body); err == nil && pod.Lookup == pluginapi.LookupNotFound {
 			return pod, nil
 		}
 	}
 	return pluginapi.Pod{}, &pluginapi.LookupError{
-		Status:  resp.StatusCode,
-		Message: fmt.Sprintf("conductor answered status %d", resp.StatusCode),
+		Status:  a.Status,
+		Message: fmt.Sprintf("conductor answered status %d", a.Status),
 	}
-}
-
-// lookupFailure describes a GetPod that got no usable answer: the
-// caller's cancellation, the time cap, or a transport error class.
-func lookupFailure(parent, ctx context.Context, timeout time.Duration, prefix string, err error) string {
-	switch {
-	case parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded):
-		return "conductor lookup canceled"
-	case ctx.Err() != nil:
-		return "conductor timed out after " + timeout.Round(time.Millisecond).String()
-	}
-	return prefix + pluginapi.ErrorClass(err)
 }
 
 func decodePod(name string, body []byte) (pluginapi.Pod, error) {

@@ -2,11 +2,8 @@ package conductor
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"net/http/httptrace"
 	"strings"
-	"time"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -55,15 +52,7 @@ func (c *Client) send(ctx context.Context, name, action string, withToken bool) 
 	if !pluginapi.ValidPodName(name) {
 		return pluginapi.StartResult{Error: "invalid pod name"}
 	}
-	began := time.Now()
-	timeout := effectiveTimeout(ctx, c.startTimeout)
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	var sent pluginapi.Sent
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, sent.Trace()),
-		http.MethodPost, c.podURL(name, action), strings.NewReader("{}"))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.podURL(name, action), strings.NewReader("{}"))
 	if err != nil {
 		return pluginapi.StartResult{Error: pluginapi.ErrorClass(err)}
 	}
@@ -72,33 +61,9 @@ func (c *Client) send(ctx context.Context, name, action string, withToken bool) 
 	if withToken && c.token != "" {
 		req.Header.Set(TokenHeader, string(c.token))
 	}
-
-	resp, err := c.startHTTP.Do(req)
-	if err == nil {
-		// The status is the answer; the body is not read.
-		_ = resp.Body.Close()
-		ok := resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusAccepted
-		return pluginapi.StartResult{Requested: ok, Status: resp.StatusCode}
-	}
-
-	canceled := parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded)
-	switch {
-	case sent.Whole() && ctx.Err() != nil:
-		waited := timeout
-		if canceled {
-			waited = time.Since(began)
-		}
-		return pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: waited.Milliseconds()}
-	case canceled:
-		return pluginapi.StartResult{Error: "canceled"}
-	case ctx.Err() != nil:
-		return pluginapi.StartResult{Error: "ETIMEDOUT"}
-	case sent.Whole():
-		// Written whole, then cut: whether the conductor got it is
-		// unknown, and a start it got goes on.
-		return pluginapi.StartResult{Requested: true, Lost: true, Error: pluginapi.ErrorClass(err)}
-	}
-	return pluginapi.StartResult{Error: pluginapi.ErrorClass(err)}
+	// The status is the answer (200 and 202 are accepted); the body is not
+	// read.
+	return pluginapi.Send(c.startHTTP, req, c.startTimeout, nil)
 }
 
 // logOutcome writes the one line per start or stop outcome. Refusals and

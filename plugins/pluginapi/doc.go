@@ -3,15 +3,17 @@
 // Streamer and Prober), the go-plugin handshake (protocol 3) and
 // plugin map, the gRPC adapters between those interfaces and the wire
 // (proto/wakeplugin.proto), the environment variables through which the
-// host configures a plugin, and ServeGPU / ServeProvider for a plugin's
-// main.
+// host configures a plugin, ServeGPU / ServeProvider for a plugin's main,
+// and the HTTP mechanics plugins share: Fetch (one capped request, its
+// answer read bounded, its failure classed), Send (a start or stop sent
+// once and classified as a StartResult) and OpenAIStream.
 //
 // Host and plugins both import this package, so it must stay small and
 // stable: it must not import any other package of this module (only its
 // own generated proto package), must hold no provider-specific code, and
-// must not perform I/O beyond serving a plugin. Names and signatures here
-// are a product API that third-party plugins code against: add, never
-// change.
+// must not perform I/O beyond serving a plugin and the HTTP calls a
+// caller hands it. Names and signatures here are a product API that
+// third-party plugins code against: add, never change.
 //
 // # The wire rule
 //

@@ -104,25 +104,6 @@ func OpenAIStream(ctx context.Context, client *http.Client, route Route, body []
 	}, nil
 }
 
-// capTimeout is limit, or less when ctx's deadline comes sooner: the time
-// until it, never negative.
-func capTimeout(ctx context.Context, limit time.Duration) time.Duration {
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < limit {
-		return max(time.Until(d), 0)
-	}
-	return limit
-}
-
-// abortedMessage says what cut a request that ran with parent's context and
-// the cap timeout: "canceled" when parent was canceled, otherwise "timed
-// out after" the cap.
-func abortedMessage(parent context.Context, timeout time.Duration) string {
-	if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
-		return "canceled"
-	}
-	return "timed out after " + timeout.Round(time.Millisecond).String()
-}
-
 // idleCap cancels the request when d passes without a read.
 type idleCap struct {
 	timer *time.Timer

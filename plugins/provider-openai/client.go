@@ -122,25 +122,6 @@ func (c *Client) Route(_ context.Context, endpoint string) (pluginapi.Route, err
 	return r, nil
 }
 
-// capTimeout is limit, or less when ctx's deadline comes sooner: the time
-// until it, never negative.
-func capTimeout(ctx context.Context, limit time.Duration) time.Duration {
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < limit {
-		return max(time.Until(d), 0)
-	}
-	return limit
-}
-
-// abortedMessage says what cut a request that ran with parent's context and
-// the cap timeout: "canceled" when parent was canceled, otherwise "timed
-// out after" the cap.
-func abortedMessage(parent context.Context, timeout time.Duration) string {
-	if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
-		return "canceled"
-	}
-	return "timed out after " + timeout.Round(time.Millisecond).String()
-}
-
 // authorize sets h's Authorization to the API key as a bearer token; with
 // no key it sets none.
 func (c *Client) authorize(h http.Header) {

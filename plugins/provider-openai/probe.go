@@ -3,7 +3,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"io"
+	"errors"
 	"net/http"
 	"time"
 
@@ -50,39 +50,28 @@ func (c *Client) probe(ctx context.Context, endpoint string) pluginapi.ProbeResu
 	if err != nil {
 		return pluginapi.ProbeResult{Message: err.Error()}
 	}
-	timeout := capTimeout(ctx, ProbeTimeout)
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	aborted := func(status int) pluginapi.ProbeResult {
-		return pluginapi.ProbeResult{Status: status, Aborted: true, Message: abortedMessage(parent, timeout)}
-	}
-
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
 		return pluginapi.ProbeResult{Message: "build request: " + pluginapi.ErrorClass(err)}
 	}
 	req.Header.Set("Accept", "application/json")
 	c.authorize(req.Header)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return aborted(0)
-		}
-		return pluginapi.ProbeResult{TransportFailure: true, Message: "no response: " + pluginapi.ErrorClass(err)}
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return pluginapi.ProbeResult{Status: resp.StatusCode, Message: pluginapi.StatusMessage(resp.StatusCode, body, c.secrets())}
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxModelList+1))
+	a, err := pluginapi.Fetch(c.http, req, ProbeTimeout, maxModelList)
+	var fe *pluginapi.FetchError
+	errors.As(err, &fe)
 	switch {
-	case err != nil && ctx.Err() != nil:
-		return aborted(http.StatusOK)
-	case err != nil:
-		return pluginapi.ProbeResult{Status: http.StatusOK, Message: "response body failed: " + pluginapi.ErrorClass(err)}
-	case !isModelList(body):
+	case a.Status != 0 && a.Status != http.StatusOK:
+		// The status is the answer: only the start of the body is looked
+		// at, whether or not the rest arrived.
+		body := a.Body[:min(len(a.Body), maxErrorBody)]
+		return pluginapi.ProbeResult{Status: a.Status, Message: pluginapi.StatusMessage(a.Status, body, c.secrets())}
+	case fe != nil && (fe.Canceled || fe.TimedOut):
+		return pluginapi.ProbeResult{Status: a.Status, Aborted: true, Message: fe.Error()}
+	case fe != nil && a.Status == 0:
+		return pluginapi.ProbeResult{TransportFailure: true, Message: fe.Error()}
+	case fe != nil && !fe.TooLarge:
+		return pluginapi.ProbeResult{Status: http.StatusOK, Message: fe.Error()}
+	case fe != nil || !isModelList(a.Body):
 		return pluginapi.ProbeResult{Status: http.StatusOK, Message: "HTTP 200 without a model list"}
 	}
 	return pluginapi.ProbeResult{Answered: true, Status: http.StatusOK}

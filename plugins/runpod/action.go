@@ -3,13 +3,10 @@ package runpod
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
-	"net/http/httptrace"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -84,51 +81,23 @@ func (c *Client) send(ctx context.Context, name, action string, done []string) o
 	if !ok {
 		return outcome{StartResult: pluginapi.StartResult{Error: "invalid pod name"}}
 	}
-	began := time.Now()
-	timeout := effectiveTimeout(ctx, c.startTimeout)
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	var sent pluginapi.Sent
-	req, err := c.request(httptrace.WithClientTrace(ctx, sent.Trace()), http.MethodPost,
-		"/pods/"+id+"/action", strings.NewReader(`{"action":"`+action+`"}`))
+	req, err := c.request(ctx, http.MethodPost, "/pods/"+id+"/action", strings.NewReader(`{"action":"`+action+`"}`))
 	if err != nil {
 		return outcome{StartResult: pluginapi.StartResult{Error: pluginapi.ErrorClass(err)}}
 	}
-	resp, err := c.sendHTTP.Do(req)
-	if err == nil {
-		return c.answered(parent, ctx, timeout, name, id, resp, done)
-	}
-
-	canceled := parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded)
-	var r pluginapi.StartResult
-	switch {
-	case sent.Whole() && ctx.Err() != nil:
-		waited := timeout
-		if canceled {
-			waited = time.Since(began)
-		}
-		r = pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: waited.Milliseconds()}
-	case canceled:
-		r = pluginapi.StartResult{Error: "canceled"}
-	case ctx.Err() != nil:
-		r = pluginapi.StartResult{Error: "ETIMEDOUT"}
-	case sent.Whole():
-		// Written whole, then cut: whether RunPod got it is unknown, and
-		// an action it got goes on.
-		r = pluginapi.StartResult{Requested: true, Lost: true, Error: pluginapi.ErrorClass(err)}
-	default:
-		r = pluginapi.StartResult{Error: pluginapi.ErrorClass(err)}
-	}
-	return outcome{StartResult: r}
+	var o outcome
+	o.StartResult = pluginapi.Send(c.sendHTTP, req, c.startTimeout, func(ctx context.Context, resp *http.Response) pluginapi.StartResult {
+		o = c.answered(ctx, name, id, resp, done)
+		return o.StartResult
+	})
+	return o
 }
 
-// answered classifies an HTTP answer to an action. The status is the
-// answer; a refusal's body is read (within the cap, and only to tell a
-// machine with no free GPU), a 200's is not.
-func (c *Client) answered(parent, ctx context.Context, timeout time.Duration, name, id string, resp *http.Response, done []string) outcome {
-	defer func() { _ = resp.Body.Close() }()
+// answered classifies an HTTP answer to an action, within ctx (the
+// action's, capped at StartTimeout). The status is the answer; a
+// refusal's body is read (within the cap, and only to tell a machine with
+// no free GPU), a 200's is not.
+func (c *Client) answered(ctx context.Context, name, id string, resp *http.Response, done []string) outcome {
 	o := outcome{StartResult: pluginapi.StartResult{Status: resp.StatusCode}}
 	switch resp.StatusCode {
 	case http.StatusOK:
@@ -136,8 +105,9 @@ func (c *Client) answered(parent, ctx context.Context, timeout time.Duration, na
 		return o
 	case http.StatusConflict:
 		// RunPod answers 409 to a start while the pod is already starting
-		// or running; the wake the host asks for is under way.
-		pod, err := c.read(parent, ctx, timeout, name, id)
+		// or running; the wake the host asks for is under way. The read
+		// has what is left of the action's cap.
+		pod, err := c.read(ctx, c.startTimeout, name, id)
 		if err == nil && slices.Contains(done, pod.Status) {
 			o.Requested, o.joined = true, pod.Status
 		}

@@ -133,17 +133,6 @@ func (c *Client) request(ctx context.Context, method, path string, body io.Reade
 	return req, nil
 }
 
-// effectiveTimeout is limit, or the time left before parent's deadline
-// when that is sooner.
-func effectiveTimeout(parent context.Context, limit time.Duration) time.Duration {
-	if d, ok := parent.Deadline(); ok {
-		if left := time.Until(d); left < limit {
-			return max(left, 0)
-		}
-	}
-	return limit
-}
-
 // podJSON is the part of RunPod's v2 Pod object the plugin reads. Unknown
 // fields are ignored.
 type podJSON struct {
@@ -170,45 +159,31 @@ func (c *Client) GetPod(ctx context.Context, name string) (pluginapi.Pod, error)
 	if !ok {
 		return pluginapi.Pod{}, &pluginapi.LookupError{Message: "invalid pod name"}
 	}
-	timeout := effectiveTimeout(ctx, c.lookupTimeout)
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	return c.read(parent, ctx, timeout, name, id)
+	return c.read(ctx, c.lookupTimeout, name, id)
 }
 
-// read is GetPod's request within ctx, which is parent capped at timeout.
-func (c *Client) read(parent, ctx context.Context, timeout time.Duration, name, id string) (pluginapi.Pod, error) {
+// read is GetPod's request within ctx, capped at limit.
+func (c *Client) read(ctx context.Context, limit time.Duration, name, id string) (pluginapi.Pod, error) {
 	req, err := c.request(ctx, http.MethodGet, "/pods/"+id, nil)
 	if err != nil {
 		return pluginapi.Pod{}, &pluginapi.LookupError{Message: "runpod request: " + pluginapi.ErrorClass(err)}
 	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return pluginapi.Pod{}, &pluginapi.LookupError{Message: lookupFailure(parent, ctx, timeout, "runpod unreachable: ", err)}
+	a, err := pluginapi.Fetch(c.http, req, limit, maxBody)
+	var fe *pluginapi.FetchError
+	if errors.As(err, &fe) {
+		return pluginapi.Pod{}, fe.LookupError("runpod")
 	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody+1))
-	if err != nil {
-		return pluginapi.Pod{}, &pluginapi.LookupError{
-			Status:  resp.StatusCode,
-			Message: lookupFailure(parent, ctx, timeout, "runpod answer unreadable: ", err),
-		}
-	}
-	if len(body) > maxBody {
-		return pluginapi.Pod{}, &pluginapi.LookupError{Status: resp.StatusCode, Message: "runpod answered more than 1 MiB"}
-	}
-	switch resp.StatusCode {
+	switch a.Status {
 	case http.StatusOK:
-		pod, err := c.decodePod(name, id, body)
+		pod, err := c.decodePod(name, id, a.Body)
 		if err != nil {
-			return pluginapi.Pod{}, &pluginapi.LookupError{Status: resp.StatusCode, Message: err.Error()}
+			return pluginapi.Pod{}, &pluginapi.LookupError{Status: a.Status, Message: err.Error()}
 		}
 		return pod, nil
 	case http.StatusNotFound:
 		return pluginapi.Pod{Name: name, PodID: id, Lookup: pluginapi.LookupNotFound}, nil
 	}
-	return pluginapi.Pod{}, &pluginapi.LookupError{Status: resp.StatusCode, Message: "runpod answered status " + statusWords(resp.StatusCode)}
+	return pluginapi.Pod{}, &pluginapi.LookupError{Status: a.Status, Message: "runpod answered status " + statusWords(a.Status)}
 }
 
 // statusWords is an HTTP status with what it means from RunPod.
@@ -221,18 +196,6 @@ func statusWords(status int) string {
 		return s + " (rate limited)"
 	}
 	return s
-}
-
-// lookupFailure describes a GetPod that got no usable answer: the
-// caller's cancellation, the time cap, or a transport error class.
-func lookupFailure(parent, ctx context.Context, timeout time.Duration, prefix string, err error) string {
-	switch {
-	case parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded):
-		return "runpod lookup canceled"
-	case ctx.Err() != nil:
-		return "runpod timed out after " + timeout.Round(time.Millisecond).String()
-	}
-	return prefix + pluginapi.ErrorClass(err)
 }
 
 func (c *Client) decodePod(name, id string, body []byte) (pluginapi.Pod, error) {
