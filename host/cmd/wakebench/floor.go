@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -36,6 +37,9 @@ func serveFloor(target string) error {
 	}
 	rp := httputil.NewSingleHostReverseProxy(u)
 	rp.FlushInterval = -1 // every chunk as it arrives, as the host relays it
+	// A stream the bench cuts early is not news: its failures are counted
+	// from the client's side (the floor's failed requests).
+	rp.ErrorLog = log.New(io.Discard, "", 0)
 	rp.Transport = &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
