@@ -11,18 +11,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-var t0 = time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
-
-// fired reports what ch holds without waiting: its time, or false.
-func fired(ch <-chan time.Time) (time.Time, bool) {
-	select {
-	case v := <-ch:
-		return v, true
-	default:
-		return time.Time{}, false
-	}
-}
-
 func TestRealClock(t *testing.T) {
 	c := clock.Real()
 	before := time.Now()
