@@ -1,7 +1,6 @@
 package pgtest
 
 import (
-	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -21,6 +20,7 @@ type Proxy struct {
 	mu    sync.Mutex
 	ln    net.Listener // nil while down
 	conns map[net.Conn]bool
+	thaw  chan struct{} // non-nil while frozen: closed by Thaw
 	wg    sync.WaitGroup
 }
 
@@ -71,7 +71,19 @@ func (p *Proxy) serve(ln net.Listener) {
 			p.conns[c], p.conns[up] = true, true
 			p.mu.Unlock()
 			pipe := func(dst, src net.Conn) {
-				io.Copy(dst, src)
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := src.Read(buf)
+					if n > 0 {
+						p.waitThawed()
+						if _, werr := dst.Write(buf[:n]); werr != nil {
+							break
+						}
+					}
+					if err != nil {
+						break
+					}
+				}
 				dst.Close()
 				src.Close()
 				p.mu.Lock()
@@ -85,12 +97,47 @@ func (p *Proxy) serve(ln net.Listener) {
 	})
 }
 
+// Freeze stops passing bytes on, either way, without closing anything: a
+// database gone silent behind a partition (no reset, no answer). What
+// arrives meanwhile is held, and passed on at Thaw.
+func (p *Proxy) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.thaw == nil {
+		p.thaw = make(chan struct{})
+	}
+}
+
+// Thaw passes bytes on again after Freeze.
+func (p *Proxy) Thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.thaw != nil {
+		close(p.thaw)
+		p.thaw = nil
+	}
+}
+
+// waitThawed waits while the proxy is frozen.
+func (p *Proxy) waitThawed() {
+	p.mu.Lock()
+	thaw := p.thaw
+	p.mu.Unlock()
+	if thaw != nil {
+		<-thaw
+	}
+}
+
 // Down closes the listener and every connection through it: the database
-// is gone (connections reset, new ones refused). Down when down does
-// nothing.
+// is gone (connections reset, new ones refused); it thaws a frozen proxy.
+// Down when down does nothing.
 func (p *Proxy) Down() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.thaw != nil {
+		close(p.thaw)
+		p.thaw = nil
+	}
 	if p.ln == nil {
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/machines"
@@ -142,7 +143,7 @@ func (s *Store) listenOnce(ctx context.Context, fn func(store.RecordChange), up 
 	s.following.Store(true)
 	defer s.following.Store(false)
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		n, err := s.nextNotice(ctx, conn)
 		if err != nil {
 			return err
 		}
@@ -155,6 +156,28 @@ func (s *Store) listenOnce(ctx context.Context, fn func(store.RecordChange), up 
 			continue
 		}
 		fn(store.RecordChange{Before: nt.Before, After: nt.After})
+	}
+}
+
+// nextNotice waits on conn for the next notice. Every listenCheck without
+// one it pings the database, so that one gone silent (a partition: no
+// reset, no answer) ends the listener, and Following, within a ping's
+// OpTimeout, rather than when the kernel gives the connection up.
+func (s *Store) nextNotice(ctx context.Context, conn *pgx.Conn) (*pgconn.Notification, error) {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, s.listenCheck)
+		n, err := conn.WaitForNotification(wctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			return n, err
+		}
+		// Quiet for listenCheck: is the database still there?
+		pctx, cancel := context.WithTimeout(ctx, s.opTimeout)
+		err = conn.Ping(pctx)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
 	}
 }
 

@@ -118,3 +118,46 @@ func TestRecordChanges(t *testing.T) {
 		t.Errorf("the change after the resync at B = %+v, %v; want ready to waking, following", c, ok)
 	}
 }
+
+// TestListenerNoticesASilentDatabase: a database that goes silent behind a
+// partition (the proxy frozen: no reset, no answer) stops the listener
+// Following within about ListenCheck and a ping's OpTimeout, so that the
+// host reads every record again instead of deciding on ones that may miss
+// the other hosts' changes; once the database answers again it follows
+// again. A quiet database that answers keeps it Following: its pings work.
+func TestListenerNoticesASilentDatabase(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.Schema(t)
+	proxy, proxied := pgtest.NewProxy(t, dsn)
+	b := openAt(t, proxied, postgres.Options{
+		Logger: slog.New(slog.DiscardHandler), OpTimeout: 2 * time.Second, ConnectTimeout: 2 * time.Second,
+		ListenCheck: 50 * time.Millisecond,
+	})
+	if err := b.OnRecordChange(t.Context(), func(store.RecordChange) {}); err != nil {
+		t.Fatal(err)
+	}
+	// until polls cond every 10 ms for up to within.
+	until := func(cond func() bool, within time.Duration) bool {
+		for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if cond() {
+				return true
+			}
+		}
+		return cond()
+	}
+	quiet := time.Now().Add(500 * time.Millisecond) // ten checks
+	for time.Now().Before(quiet) {
+		if !b.Following() {
+			t.Fatal("the listener stopped Following a quiet database that answers")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	proxy.Freeze()
+	if !until(func() bool { return !b.Following() }, 10*time.Second) {
+		t.Fatal("the listener still Following 10 s after the database went silent")
+	}
+	proxy.Thaw()
+	if !until(b.Following, 20*time.Second) {
+		t.Fatal("the listener not Following again 20 s after the database answered again")
+	}
+}

@@ -50,10 +50,19 @@ type Options struct {
 	// DSNEnv is the name of the environment variable the DSN came from
 	// ([store] dsn_env), for Open's errors; default "the DSN".
 	DSNEnv string
+	// ListenCheck is how long the change listener waits for a notice
+	// before it makes sure the database is still there (a ping, capped by
+	// OpTimeout); default DefaultListenCheck. A database gone silent, with
+	// no reset of the connection, stops the listener Following within
+	// about ListenCheck + OpTimeout.
+	ListenCheck time.Duration
 	// Logger gets the store's own lines (LineLeaseRenewFailed); default
 	// slog.Default().
 	Logger *slog.Logger
 }
+
+// DefaultListenCheck is Options.ListenCheck's default.
+const DefaultListenCheck = 5 * time.Second
 
 // Store is the PostgreSQL backend. Create it with Open.
 type Store struct {
@@ -63,8 +72,10 @@ type Store struct {
 	sessionMax int // Options.SessionHistoryBytes
 	opTimeout  time.Duration
 	lease      time.Duration
-	schema     string // the schema its tables are in (current_schema at Open)
-	holder     string // this replica's name in the leases it holds
+	// listenCheck is Options.ListenCheck.
+	listenCheck time.Duration
+	schema      string // the schema its tables are in (current_schema at Open)
+	holder      string // this replica's name in the leases it holds
 
 	closed  atomic.Bool
 	closing sync.Once
@@ -110,6 +121,9 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	if o.SessionHistoryBytes <= 0 {
 		o.SessionHistoryBytes = store.DefaultSessionHistoryBytes
 	}
+	if o.ListenCheck <= 0 {
+		o.ListenCheck = DefaultListenCheck
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -134,7 +148,7 @@ func Open(ctx context.Context, dsn string, o Options) (*Store, error) {
 	}
 	s := &Store{
 		pool: pool, now: o.Now, pendingTTL: o.PendingTTL, sessionMax: o.SessionHistoryBytes,
-		opTimeout: o.OpTimeout, lease: o.Lease,
+		opTimeout: o.OpTimeout, lease: o.Lease, listenCheck: o.ListenCheck,
 		holder: newHolder(), log: o.Logger,
 	}
 	s.leases.held = make(map[string]time.Time)
