@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,28 +85,33 @@ func commandBackend(t *testing.T) (dir, pidFile, url string) {
 		}
 	}
 	t.Cleanup(func() {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			if pid, err := strconv.Atoi(string(b[:len(b)-1])); err == nil {
-				if p, err := os.FindProcess(pid); err == nil {
-					_ = p.Kill()
-				}
+		if pid, ok := readPID(pidFile); ok {
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
 			}
 		}
 	})
 	return dir, pidFile, url
 }
 
+// readPID is the pid in pidFile; false while there is none, or the start
+// script has created the file and not written it yet.
+func readPID(pidFile string) (int, bool) {
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid, err == nil
+}
+
 // running reports whether the process in pidFile runs.
 func running(pidFile string) bool {
-	b, err := os.ReadFile(pidFile)
-	if err != nil || len(b) < 2 {
+	pid, ok := readPID(pidFile)
+	if !ok {
 		return false
 	}
-	pid, err := strconv.Atoi(string(b[:len(b)-1]))
-	if err != nil {
-		return false
-	}
-	_, err = os.Stat(fmt.Sprintf("/proc/%d", pid))
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
 	return err == nil
 }
 
@@ -225,5 +231,13 @@ func stoppedAfterIdle(t *testing.T, h *wakehost, pidFile string) {
 	}
 	if len(h.log.Matching(t, "pod stopped after idling: pod qwen")) != 1 {
 		t.Errorf("no one line \"pod stopped after idling: pod qwen\"; the log:\n%s", h.log.Operator(t))
+	}
+	// That ask woke the pod again: wait for its model process, whose pid
+	// the cleanup reads to end it (a start script cut short by the host's
+	// shutdown would leave it running with no pid written).
+	for deadline := time.Now().Add(waitFor); !running(pidFile); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the second wake's start script did not start the model process within %v", waitFor)
+		}
 	}
 }

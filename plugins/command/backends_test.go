@@ -369,15 +369,17 @@ func TestGcloudLines(t *testing.T) {
 	backends, files := docBlocks(t)
 	vm := &fakeState{state: "TERMINATED"}
 	const instance = "/compute/v1/projects/wake-test/zones/europe-west4-a/instances/vllm-box"
-	var srv *httptest.Server
-	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// The handler names operations by the address the request came to:
+	// reading srv in it would race with its assignment, as the race
+	// detector cannot see that gcloud's requests come after it.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.Header.Get("Authorization") != "Bearer fake-token" {
 			w.WriteHeader(http.StatusUnauthorized)
 			_, _ = w.Write([]byte(`{"error":{"code":401,"message":"no token"}}`))
 			return
 		}
-		op := `{"kind":"compute#operation","name":"op-1","status":"RUNNING","selfLink":"` + srv.URL + `/compute/v1/projects/wake-test/zones/europe-west4-a/operations/op-1"}`
+		op := `{"kind":"compute#operation","name":"op-1","status":"RUNNING","selfLink":"http://` + r.Host + `/compute/v1/projects/wake-test/zones/europe-west4-a/operations/op-1"}`
 		switch {
 		case r.Method == http.MethodGet && r.URL.Path == instance:
 			st := vm.get("describe")
