@@ -114,7 +114,7 @@ func (s *Store) listenLoop(ctx context.Context, fn func(store.RecordChange), rea
 	}
 }
 
-// listenOnce connects, LISTENs, calls up, resyncs when resync, and passes
+// listenOnce connects, LISTENs, resyncs when resync, calls up, and passes
 // on notifications until the connection fails or ctx ends.
 func (s *Store) listenOnce(ctx context.Context, fn func(store.RecordChange), up func(), resync bool) error {
 	cctx, cancel := context.WithTimeout(ctx, s.opTimeout)
@@ -130,7 +130,6 @@ func (s *Store) listenOnce(ctx context.Context, fn func(store.RecordChange), up 
 	if err != nil {
 		return err
 	}
-	up()
 	if resync {
 		recs, err := s.Records(ctx)
 		if err != nil {
@@ -140,8 +139,11 @@ func (s *Store) listenOnce(ctx context.Context, fn func(store.RecordChange), up 
 			fn(store.RecordChange{After: r, Resync: true})
 		}
 	}
+	// Following before up: OnRecordChange returns at the first up, and
+	// from then on the host may decide on the records it holds.
 	s.following.Store(true)
 	defer s.following.Store(false)
+	up()
 	for {
 		n, err := s.nextNotice(ctx, conn)
 		if err != nil {
