@@ -24,6 +24,10 @@ import (
 type leases struct {
 	mu   sync.Mutex
 	held map[string]time.Time // name -> validUntil
+	// taking serialises this store's takes of one name, so that a take
+	// knows whether a row of this store's is a hold it has (held) or a
+	// stray (TakeLease).
+	taking store.KeyedMutex
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -98,20 +102,32 @@ func (s *Store) renew(ctx context.Context) error {
 }
 
 // TakeLease takes name for this store unless a store holds it, live: a
-// hold whose holder stopped renewing it is taken once it has expired.
+// hold whose holder stopped renewing it is taken once it has expired. A
+// row of this store's that it does not hold is taken too: a take whose
+// caller gave up (its context ended) after the database had stored it,
+// which nobody renews or releases (a turn that never ran, a watch never
+// started); left, it would refuse its own name until it expired.
 func (s *Store) TakeLease(ctx context.Context, name string) (bool, error) {
 	ctx, cancel, err := s.op(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer cancel()
+	unlock, err := s.leases.taking.LockContext(ctx, name)
+	if err != nil {
+		return false, dbErr("take a lease", err)
+	}
+	defer unlock()
+	s.leases.mu.Lock()
+	_, mine := s.leases.held[name]
+	s.leases.mu.Unlock()
 	sent := time.Now()
 	var holder string
 	err = s.pool.QueryRow(ctx, `INSERT INTO wake_leases (name, holder, expires, state)
 		VALUES ($1, $2, now() + make_interval(secs => $3), 'held')
 		ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires = EXCLUDED.expires, state = EXCLUDED.state
-		WHERE wake_leases.expires < now()
-		RETURNING holder`, name, s.holder, s.lease.Seconds()).Scan(&holder)
+		WHERE wake_leases.expires < now() OR (wake_leases.holder = EXCLUDED.holder AND NOT $4)
+		RETURNING holder`, name, s.holder, s.lease.Seconds(), mine).Scan(&holder)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return false, nil
