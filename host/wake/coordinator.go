@@ -95,6 +95,11 @@ type Config struct {
 	// changes; it must not block (a subscriber hub buffers, a metric sets a
 	// gauge) and must not call back into the Coordinator.
 	Changed func(Change)
+	// Started, when set, is called with the pod once a start sent in the
+	// background has its outcome fed to the machine and logged, before
+	// its watch begins; it must not block. Tests wait on it for the start
+	// a wake decision sent.
+	Started func(pod string)
 	// Following, when set, reports whether this process hears every other
 	// host's change of a record now (store.Changes.Following): only then
 	// are the records it holds the ones stored, within the notices' delay.
@@ -129,7 +134,8 @@ type Coordinator struct {
 	wakeWatch    time.Duration
 	startTimeout time.Duration
 	changed      func(Change)
-	hearsAll     func() bool // Config.Following
+	started      func(pod string) // Config.Started
+	hearsAll     func() bool      // Config.Following
 	leases       store.Leases
 	takeover     time.Duration
 	credentials  map[string]string
@@ -210,6 +216,7 @@ func New(cfg Config) *Coordinator {
 		wakeWatch:    cfg.Pod.Timings().WakeWatch,
 		startTimeout: cfg.StartTimeout,
 		changed:      cfg.Changed,
+		started:      cfg.Started,
 		hearsAll:     cfg.Following,
 		leases:       cfg.Leases,
 		takeover:     cfg.Takeover,

@@ -35,7 +35,7 @@ func TestFirstNotReadyWakes(t *testing.T) {
 	if diff := cmp.Diff(want, d, cmpDecision); diff != "" {
 		t.Errorf("decision (-want +got):\n%s", diff)
 	}
-	e.logs.wait(t, acceptedLine)
+	e.accepted(t, 1)
 	if n := e.gpu.starts(); n != 1 {
 		t.Errorf("StartPod called %d times, want 1", n)
 	}
@@ -88,7 +88,7 @@ func TestConcurrentNotReadyWakesOnce(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("replies (-want +got):\n%s", diff)
 	}
-	e.logs.wait(t, acceptedLine)
+	e.accepted(t, 1)
 	if n := e.gpu.starts(); n != 1 {
 		t.Errorf("StartPod called %d times, want exactly 1", n)
 	}
@@ -116,7 +116,7 @@ func TestWakeWindow(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, wake.Config{})
 			e.notReady(t)
-			e.logs.wait(t, acceptedLine)
+			e.accepted(t, 1)
 			e.clk.Advance(tt.gap)
 
 			d := e.notReady(t)
@@ -124,7 +124,7 @@ func TestWakeWindow(t *testing.T) {
 			if diff := cmp.Diff(tt.want, d, cmpDecision); diff != "" {
 				t.Errorf("second decision (-want +got):\n%s", diff)
 			}
-			e.logs.waitN(t, acceptedLine, tt.wantWakes)
+			e.accepted(t, tt.wantWakes)
 			if n := e.gpu.starts(); n != tt.wantWakes {
 				t.Errorf("StartPod called %d times, want %d", n, tt.wantWakes)
 			}
@@ -177,7 +177,7 @@ func TestModelLoading(t *testing.T) {
 		// The watch's reads agree with the turns: up, not ready.
 		e.gpu.getPod = func(context.Context, string, int) (pluginapi.Pod, error) { return upPod(time.Time{}), nil }
 		e.notReady(t)
-		e.logs.wait(t, acceptedLine)
+		e.accepted(t, 1)
 		e.clk.Advance(6 * time.Minute)
 		if d := loading(e); d.Reply != machines.ReplyLoadingWaking || d.Stuck {
 			t.Fatalf("at 6 min: reply %q stuck %v, want %q and not stuck", d.Reply, d.Stuck, machines.ReplyLoadingWaking)
@@ -211,7 +211,7 @@ func TestCrashed(t *testing.T) {
 	e := newEnv(t, wake.Config{})
 	e.gpu.getPod = func(context.Context, string, int) (pluginapi.Pod, error) { return upPod(time.Time{}), nil }
 	e.notReady(t)
-	e.logs.wait(t, acceptedLine)
+	e.accepted(t, 1)
 	e.clk.Advance(9 * time.Minute)
 	e.c.Answered(context.Background(), "qwen", time.Time{})
 	if got := e.record(t).State; got != machines.Ready {
@@ -248,7 +248,7 @@ func TestCrashed(t *testing.T) {
 	if d := e.notReady(t); d.Action != machines.ActionWake || d.Reply != machines.ReplyWaking {
 		t.Errorf("once the pod is down: %q %q, want wake %q", d.Action, d.Reply, machines.ReplyWaking)
 	}
-	e.logs.waitN(t, acceptedLine, 2)
+	e.accepted(t, 2)
 }
 
 // TestDecisionLine: the decision line names the conductor's words; an
@@ -309,7 +309,7 @@ func TestCallerCancelDoesNotCancelStart(t *testing.T) {
 	if !s.hasDeadline || s.deadline.Sub(start) > 8*time.Second+time.Second || s.deadline.Sub(start) < 7*time.Second {
 		t.Errorf("the start's deadline is %v after NotReady (set %v), want StartTimeout + 5s = 8s", s.deadline.Sub(start), s.hasDeadline)
 	}
-	e.logs.wait(t, acceptedLine)
+	e.accepted(t, 1)
 }
 
 // TestStoreFailure: a record that cannot be stored decides nothing and wakes
@@ -416,7 +416,8 @@ func TestCloseBoundedByContext(t *testing.T) {
 				t.Fatalf("Close = %v, want context.DeadlineExceeded", err)
 			}
 
-			if diff := cmp.Diff(tt.want, e.logs.wait(t, tt.want.Msg)); diff != "" {
+			e.waitStarts(t, 1)
+			if diff := cmp.Diff(tt.want, e.logs.find(t, tt.want.Msg)); diff != "" {
 				t.Errorf("start line (-want +got):\n%s", diff)
 			}
 			if strings.Contains(e.logs.String(), "watching the pod") {
@@ -435,7 +436,7 @@ func TestCloseBoundedByContext(t *testing.T) {
 func TestUnchangedRecordNotWritten(t *testing.T) {
 	e := newEnv(t, wake.Config{WatchPoll: time.Hour}) // no watch read in between
 	e.notReady(t)
-	e.logs.wait(t, acceptedLine)
+	e.accepted(t, 1)
 	puts := e.recs.putCount()
 	e.clk.Advance(3 * time.Minute)
 	if d := e.notReady(t); d.Reply != machines.ReplyStillWaking {
@@ -459,7 +460,7 @@ func TestUnchangedRecordNotWritten(t *testing.T) {
 func TestUnchangedTakesNoLock(t *testing.T) {
 	e := newEnv(t, wake.Config{WatchPoll: time.Hour})
 	e.notReady(t)
-	e.logs.wait(t, acceptedLine)
+	e.accepted(t, 1)
 	e.clk.Advance(3 * time.Minute)
 
 	// A change in flight: the pod seen up (loading), held in the store.
@@ -541,7 +542,7 @@ func TestChangedSeesEveryStoredChange(t *testing.T) {
 		got = append(got, string(c.Before.State)+" → "+string(c.After.State)+" on "+string(c.Event.Trigger))
 	}})
 	e.notReady(t) // asleep → waking
-	e.logs.wait(t, acceptedLine)
+	e.accepted(t, 1)
 	e.notReady(t) // still waking: nothing stored
 	e.c.Observe(context.Background(), "qwen", pluginapi.Pod{Status: "RUNNING", IsRunning: true, ReadySince: e.clk.Now()})
 	mu.Lock()

@@ -25,7 +25,7 @@ func TestElsewhere(t *testing.T) {
 	}
 
 	wakeFor(t, a, 4*time.Minute)
-	a.logs.waitN(t, acceptedLine, 1)
+	a.accepted(t, 1)
 	// B holds the estimate it read until it is told.
 	if diff := cmp.Diff(expected, b.c.Estimate("qwen")); diff != "" {
 		t.Errorf("B's estimate before it was told of A's wake (-want +got):\n%s", diff)
@@ -48,7 +48,7 @@ func TestElsewhere(t *testing.T) {
 	if d := b.notReady(t); d.Action != machines.ActionWake || d.Text != want {
 		t.Errorf("B's wake: %s %q, want a wake quoting %q", d.Action, d.Text, want)
 	}
-	b.logs.waitN(t, acceptedLine, 1)
+	b.accepted(t, 1)
 
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

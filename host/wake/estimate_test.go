@@ -55,7 +55,7 @@ func TestCompletedWakesFeedTheEstimate(t *testing.T) {
 			t.Errorf("wake %d: reply %q, want %q", i+1, d.Text, want)
 		}
 	}
-	e.logs.waitN(t, acceptedLine, 3)
+	e.accepted(t, 3)
 
 	if diff := cmp.Diff(machines.Estimate{Wake: 4 * time.Minute, Wakes: 3}, e.c.Estimate("qwen")); diff != "" {
 		t.Errorf("Estimate (-want +got):\n%s", diff)
@@ -113,7 +113,7 @@ func TestTheEstimateIsTheMedian(t *testing.T) {
 		e.clk.Set(t0.Add(time.Duration(i) * 2 * time.Hour))
 		wakeFor(t, e, took)
 	}
-	e.logs.waitN(t, acceptedLine, 3)
+	e.accepted(t, 3)
 	if diff := cmp.Diff(machines.Estimate{Wake: 6 * time.Minute, Wakes: 3}, e.c.Estimate("qwen")); diff != "" {
 		t.Errorf("Estimate (-want +got):\n%s", diff)
 	}
@@ -159,14 +159,15 @@ func TestWakeLogOutcomes(t *testing.T) {
 
 	// The third, refused.
 	third := e.clk.Now()
-	e.logs.waitN(t, acceptedLine, 3)
+	e.accepted(t, 3)
 	e.gpu.setStart(answer(pluginapi.StartResult{Requested: false, Status: 409}))
 	e.clk.Advance(16 * time.Minute)
 	if d := e.notReady(t); d.Reply != machines.ReplyRewake {
 		t.Fatalf("the third wake's ask: %s, want rewake", d.Reply)
 	}
 	fourth := e.clk.Now()
-	e.logs.wait(t, "wake refused for pod qwen: status=409")
+	e.waitStarts(t, 4)
+	e.logs.find(t, "wake refused for pod qwen: status=409")
 	refused := machines.Wake{Pod: "qwen", RequestedAt: fourth, Outcome: "refused"}
 	thirdLogged := machines.Wake{Pod: "qwen", RequestedAt: third, Outcome: "superseded"}
 
@@ -225,5 +226,5 @@ func TestWakeLogUnreadable(t *testing.T) {
 	if got := e.c.Estimate("qwen"); got.Wakes != 1 || got.Wake != 5*time.Minute {
 		t.Errorf("Estimate = %+v, want 5 min over 1 wake", got)
 	}
-	e.logs.wait(t, acceptedLine)
+	e.accepted(t, 1)
 }

@@ -459,6 +459,19 @@ func (b *logBuf) waitN(t *testing.T, msg string, n int) []logLine {
 	}
 }
 
+// find is the first line carrying msg; the test fails when there is none.
+func (b *logBuf) find(t *testing.T, msg string) logLine {
+	t.Helper()
+	all, _ := b.lines(t)
+	for _, l := range all {
+		if l.Msg == msg {
+			return l
+		}
+	}
+	t.Fatalf("no log line %q; the log:\n%s", msg, b.String())
+	return logLine{}
+}
+
 // wait waits for one line carrying msg and returns it.
 func (b *logBuf) wait(t *testing.T, msg string) logLine {
 	t.Helper()
@@ -472,6 +485,40 @@ type env struct {
 	gpu  *fakeGPU
 	logs *logBuf
 	c    *wake.Coordinator
+
+	startsMu sync.Mutex
+	starts   int           // background starts done (Config.Started)
+	started  chan struct{} // closed and replaced at each
+}
+
+// waitStarts waits until n background starts have their outcome fed and
+// logged (Config.Started).
+func (e *env) waitStarts(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		e.startsMu.Lock()
+		done, changed := e.starts, e.started
+		e.startsMu.Unlock()
+		if done >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("waited %v for %d starts, %d done; the log:\n%s", waitLimit, n, done, e.logs.String())
+		}
+	}
+}
+
+// accepted waits for n starts and checks that the log holds n accepted
+// ones (acceptedLine).
+func (e *env) accepted(t *testing.T, n int) {
+	t.Helper()
+	e.waitStarts(t, n)
+	if got := len(e.logs.withMsg(t, acceptedLine)); got < n {
+		t.Fatalf("%d of %d starts logged %q; the log:\n%s", got, n, acceptedLine, e.logs.String())
+	}
 }
 
 // newEnv builds a Coordinator on a fake clock at t0 (unless cfg has a clock),
@@ -520,6 +567,14 @@ func newEnv(t *testing.T, cfg wake.Config) *env {
 		cfg.Pod = pod
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e.started = make(chan struct{})
+	cfg.Started = func(string) {
+		e.startsMu.Lock()
+		defer e.startsMu.Unlock()
+		e.starts++
+		close(e.started)
+		e.started = make(chan struct{})
+	}
 	e.c = wake.New(cfg)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)

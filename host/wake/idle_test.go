@@ -79,7 +79,7 @@ func TestIdleStopAfterLastAnswer(t *testing.T) {
 		if w := e.recs.logged("qwen"); len(w) != 1 || w[0].Stop != machines.StopIdle || !w[0].StoppedAt.Equal(e.at(20*time.Minute)) {
 			t.Errorf("wake log %+v, want the wake with its stop", w)
 		}
-		e.logs.wait(t, "pod stopped after idling: pod qwen, idle 15m0s")
+		e.logs.find(t, "pod stopped after idling: pod qwen, idle 15m0s")
 	})
 }
 
@@ -212,7 +212,10 @@ func TestIdleStopFailureLeavesReady(t *testing.T) {
 				if r := e.record(t); r.State != machines.Ready || !r.StoppedAt.IsZero() {
 					t.Errorf("record %+v, want ready as it was", r)
 				}
-				lines := e.logs.waitN(t, tt.line, 2)
+				lines := e.logs.withMsg(t, tt.line)
+				if len(lines) < 2 {
+					t.Fatalf("%d lines %q, want 2 (one per attempt)", len(lines), tt.line)
+				}
 				if lines[0].Level != "ERROR" {
 					t.Errorf("logged at %s, want ERROR", lines[0].Level)
 				}
@@ -261,7 +264,7 @@ func TestUnservedStop(t *testing.T) {
 			if r := e.record(t); r.State != machines.Idled || r.StopReason != machines.StopUnserved {
 				t.Errorf("record %+v, want idled, unserved", r)
 			}
-			e.logs.wait(t, "pod stopped, nobody served: pod qwen, unserved 5m0s")
+			e.logs.find(t, "pod stopped, nobody served: pod qwen, unserved 5m0s")
 		})
 	})
 	t.Run("a held request, then a subscriber", func(t *testing.T) {

@@ -67,7 +67,7 @@ func TestIdleStopWaitsForAStampFromElsewhere(t *testing.T) {
 				if diff := cmp.Diff([]time.Duration{25 * time.Minute}, e.stops()); diff != "" {
 					t.Errorf("stops (-want +got):\n%s", diff)
 				}
-				e.logs.wait(t, "pod stopped after idling: pod qwen, idle 15m0s")
+				e.logs.find(t, "pod stopped after idling: pod qwen, idle 15m0s")
 			})
 		})
 	}
@@ -259,7 +259,7 @@ func TestAnswerStampFailure(t *testing.T) {
 		if got := e.record(t).AnsweredAt; !got.Equal(e.at(30 * time.Second)) {
 			t.Errorf("stamp %v once the store works, want the answer's, 30s after start", got)
 		}
-		e.logs.wait(t, wake.LineStoreBack)
+		e.logs.find(t, wake.LineStoreBack)
 	})
 }
 

@@ -38,6 +38,9 @@ func (c *Coordinator) start(ctx context.Context, pod string, wake time.Time) {
 		attrs = append(attrs, slog.Bool("abandoned", true))
 	}
 	c.log.LogAttrs(ctx, level, msg, attrs...)
+	if c.started != nil {
+		c.started(pod)
+	}
 	if res != nil && res.Requested && !abandoned {
 		c.watch(pod, wake, false)
 	}

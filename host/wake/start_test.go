@@ -114,7 +114,8 @@ func TestStartOutcomes(t *testing.T) {
 			e.notReady(t)
 
 			// The outcome is recorded before the line is logged.
-			line := e.logs.wait(t, tt.wantLine.Msg)
+			e.waitStarts(t, 1)
+			line := e.logs.find(t, tt.wantLine.Msg)
 			if diff := cmp.Diff(tt.wantLine, line); diff != "" {
 				t.Errorf("start line (-want +got):\n%s", diff)
 			}
@@ -144,7 +145,10 @@ func TestStartOutcomes(t *testing.T) {
 			wantStarts := 1
 			if !tt.watched {
 				wantStarts = 2
-				e.logs.wait(t, acceptedLine)
+				e.waitStarts(t, 2)
+				if n := len(e.logs.withMsg(t, acceptedLine)); n != 1 {
+					t.Errorf("%d %q lines, want 1", n, acceptedLine)
+				}
 			}
 			if n := e.gpu.starts(); n != wantStarts {
 				t.Errorf("StartPod called %d times, want %d", n, wantStarts)

@@ -142,7 +142,7 @@ func TestWatchAcrossHosts(t *testing.T) {
 	if d := a.notReady(t); d.Action != machines.ActionWake {
 		t.Fatalf("A's first ask: %+v, want a wake", d)
 	}
-	a.logs.wait(t, "wake requested for pod qwen: accepted status=202")
+	a.accepted(t, 1)
 	a.waitWaiters(t, 1) // A's watch waits for its first poll
 	wakeAt := a.record(t).WakeRequestedAt
 	lease := "watch/qwen/" + wakeAt.UTC().Format(time.RFC3339Nano)

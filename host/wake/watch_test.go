@@ -36,7 +36,8 @@ func TestWatchRecordsReady(t *testing.T) {
 		e.step(t, time.Minute)
 	}
 
-	line := e.logs.wait(t, "wake ready for pod qwen: ready since 12:08 UTC")
+	e.waitIdle(t) // the watch has ended, its line logged
+	line := e.logs.find(t, "wake ready for pod qwen: ready since 12:08 UTC")
 
 	if diff := cmp.Diff(logLine{Level: "INFO", Msg: "wake ready for pod qwen: ready since 12:08 UTC", Pod: "qwen"}, line); diff != "" {
 		t.Errorf("ready line (-want +got):\n%s", diff)
@@ -64,7 +65,7 @@ func TestWatchRecordsReady(t *testing.T) {
 	if d.Action != machines.ActionWake || d.Text != wantText {
 		t.Errorf("next ask: %q %q, want wake %q", d.Action, d.Text, wantText)
 	}
-	e.logs.waitN(t, acceptedLine, 2)
+	e.accepted(t, 2)
 }
 
 // TestWatchFollowsTheConductor: each read of the watch is fed to the machine:
@@ -90,7 +91,8 @@ func TestWatchFollowsTheConductor(t *testing.T) {
 		}
 	}
 	e.step(t, time.Minute)
-	e.logs.wait(t, "wake ready for pod qwen: ready since 12:07 UTC")
+	e.waitIdle(t) // the watch has ended, its line logged
+	e.logs.find(t, "wake ready for pod qwen: ready since 12:07 UTC")
 	want5 := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: t0, ReadyAt: readyAt, RunningAt: t0.Add(2 * time.Minute)}
 	if diff := cmp.Diff(want5, e.record(t)); diff != "" {
 		t.Errorf("after read 5 (-want +got):\n%s", diff)
@@ -129,7 +131,8 @@ func TestWatchGivesUp(t *testing.T) {
 
 			e.step(t, time.Second)
 
-			line := e.logs.wait(t, neverLine)
+			e.waitIdle(t) // the watch has ended, its line logged
+			line := e.logs.find(t, neverLine)
 			if diff := cmp.Diff(logLine{Level: "ERROR", Msg: neverLine, Pod: "qwen"}, line); diff != "" {
 				t.Errorf("never-ready line (-want +got):\n%s", diff)
 			}
@@ -149,7 +152,7 @@ func TestWatchGivesUp(t *testing.T) {
 			if d.Action != machines.ActionWake || d.Text != wantText {
 				t.Errorf("next ask: %q %q, want wake %q", d.Action, d.Text, wantText)
 			}
-			e.logs.waitN(t, acceptedLine, 2)
+			e.accepted(t, 2)
 		})
 	}
 }
@@ -177,7 +180,8 @@ func TestWatchReadySince(t *testing.T) {
 			e.step(t, time.Minute)
 
 			if tt.wantReady != "" {
-				e.logs.wait(t, "wake ready for pod qwen: ready since "+tt.wantReady)
+				e.waitIdle(t) // the watch has ended, its line logged
+				e.logs.find(t, "wake ready for pod qwen: ready since "+tt.wantReady)
 				// First seen up on this read: RUNNING then, or at the ready
 				// time when that is earlier.
 				running := t0.Add(time.Minute)
@@ -232,7 +236,8 @@ func TestWatchReadPodErrors(t *testing.T) {
 		t.Errorf("failed reads wrote %d records, want none", got-puts)
 	}
 	e.step(t, time.Minute)
-	e.logs.wait(t, "wake ready for pod qwen: ready since 12:03 UTC")
+	e.waitIdle(t) // the watch has ended, its line logged
+	e.logs.find(t, "wake ready for pod qwen: ready since 12:03 UTC")
 
 	var got []logLine
 	all, _ := e.logs.lines(t)
@@ -307,7 +312,7 @@ func TestWatchSuperseded(t *testing.T) {
 		if d := e.notReady(t); d.Action != machines.ActionWake {
 			t.Fatalf("15 min 1 ms on: action %q, want wake", d.Action)
 		}
-		e.logs.waitN(t, acceptedLine, 2)
+		e.accepted(t, 2)
 		e.waitWaiters(t, 2)
 
 		e.clk.Set(t0.Add(16 * time.Minute)) // the old watch's turn, not yet the new one's
@@ -345,7 +350,7 @@ func TestWatchSuperseded(t *testing.T) {
 		if d := e.notReady(t); d.Action != machines.ActionWake {
 			t.Fatalf("15 min 1 ms on: action %q, want wake", d.Action)
 		}
-		e.logs.waitN(t, acceptedLine, 2)
+		e.accepted(t, 2)
 
 		close(release)
 
@@ -424,7 +429,8 @@ func TestResume(t *testing.T) {
 	}
 
 	e.step(t, time.Minute)
-	e.logs.wait(t, "wake ready for pod qwen: ready since 12:02 UTC")
+	e.waitIdle(t) // the watch has ended, its line logged
+	e.logs.find(t, "wake ready for pod qwen: ready since 12:02 UTC")
 	wantRec := machines.Record{Pod: "qwen", State: machines.Ready, WakeRequestedAt: wakeAt,
 		ReadyAt: t0.Add(2*time.Minute + 40*time.Second), RunningAt: t0.Add(2*time.Minute + 40*time.Second)}
 	if diff := cmp.Diff(wantRec, e.record(t)); diff != "" {
@@ -450,7 +456,8 @@ func TestResumeKeepsTheWakeDeadline(t *testing.T) {
 	}
 	e.step(t, time.Second)
 
-	if line := e.logs.wait(t, neverLine); line.Level != "ERROR" {
+	e.waitIdle(t) // the watch has ended, its line logged
+	if line := e.logs.find(t, neverLine); line.Level != "ERROR" {
 		t.Errorf("never-ready line at %s, want ERROR", line.Level)
 	}
 	if got := e.record(t).State; got != machines.NeverReady {
