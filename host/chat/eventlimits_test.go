@@ -20,6 +20,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/chat"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/events"
+	"github.com/wakeonchat/wakeonchat/host/internal/pipenet"
 	"github.com/wakeonchat/wakeonchat/host/turn"
 )
 
@@ -157,43 +158,6 @@ func TestEventStreamCapFreedAndLoggedOnce(t *testing.T) {
 	})
 }
 
-// pipeListener hands out in-memory connections (net.Pipe), so that a real
-// http.Server runs inside a synctest bubble with its deadlines on the
-// bubble's clock. A pipe holds nothing: a write blocks until the client
-// reads it, as a full TCP send buffer does.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn, 1), done: make(chan struct{})}
-}
-
-// dial is a client connection to the listener's server.
-func (l *pipeListener) dial() net.Conn {
-	server, client := net.Pipe()
-	l.conns <- server
-	return client
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
-
 // stalledStream is pod qwen's event stream served by a real http.Server,
 // whose client read the head and the first event and then stops reading.
 type stalledStream struct {
@@ -210,7 +174,7 @@ type stalledStream struct {
 func openStalled(t *testing.T, hub *events.Hub) *stalledStream {
 	t.Helper()
 	s := &stalledStream{hub: hub, logs: &bytes.Buffer{}, closed: make(chan struct{})}
-	l := newPipeListener()
+	l := pipenet.New()
 	var once sync.Once
 	s.srv = &http.Server{
 		Handler: newCappedEvents(hub, 0, s.logs),
@@ -221,7 +185,7 @@ func openStalled(t *testing.T, hub *events.Hub) *stalledStream {
 		},
 	}
 	go func() { _ = s.srv.Serve(l) }()
-	s.conn = l.dial()
+	s.conn = l.Dial()
 	req := httptest.NewRequest(http.MethodGet, "/api/pods/qwen/events", nil)
 	go func() { _ = req.Write(s.conn) }()
 	resp, err := http.ReadResponse(bufio.NewReader(s.conn), req)

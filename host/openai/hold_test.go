@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/host/events"
+	"github.com/wakeonchat/wakeonchat/host/internal/pipenet"
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/turn"
@@ -178,42 +178,6 @@ func TestHoldDroppedWhenTheClientLeaves(t *testing.T) {
 	}
 }
 
-// pipeListener hands out in-memory connections (net.Pipe), so that a real
-// http.Server runs inside a synctest bubble with its deadlines on the
-// bubble's clock.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn, 1), done: make(chan struct{})}
-}
-
-// dial is a client connection to the listener's server.
-func (l *pipeListener) dial() net.Conn {
-	server, client := net.Pipe()
-	l.conns <- server
-	return client
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
-
 // A held non-streaming request sends nothing for as long as it is held,
 // longer than the server's write timeout: the door lifts that timeout for
 // the hold, and the model's answer still reaches the client whole.
@@ -221,11 +185,11 @@ func TestHeldNonStreamingOutlastsTheServersWriteTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := holdDoor(t, 0)
 		d.model.once = answer("application/json", `{"answer":1}`)
-		l := newPipeListener()
+		l := pipenet.New()
 		srv := &http.Server{Handler: d.Handler(), WriteTimeout: 10 * time.Second}
 		go func() { _ = srv.Serve(l) }()
 		defer srv.Close()
-		conn := l.dial()
+		conn := l.Dial()
 		defer conn.Close()
 
 		req := completionRequest(context.Background(), `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`)

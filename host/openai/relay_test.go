@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/wakeonchat/wakeonchat/host/internal/pipenet"
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
@@ -215,11 +216,11 @@ func TestStreamSilentModelEndsWithAnErrorEvent(t *testing.T) {
 				d.model.stream = func(context.Context, []byte) (*pluginapi.StreamResponse, error) {
 					return &pluginapi.StreamResponse{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: tt.body}, nil
 				}
-				l := newPipeListener()
+				l := pipenet.New()
 				srv := &http.Server{Handler: d.Handler(), WriteTimeout: writeTimeout}
 				go func() { _ = srv.Serve(l) }()
 				defer srv.Close()
-				conn := l.dial()
+				conn := l.Dial()
 				defer conn.Close()
 
 				req := completionRequest(context.Background(), `{"model":"qwen","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
