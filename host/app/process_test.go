@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -93,13 +92,13 @@ func (m *slowModel) awaitCompletion(t *testing.T) string {
 // wakehost is a wakehost child process, the leader of a process group of
 // its own (as under a service manager or a shell's job control).
 type wakehost struct {
+	w      *e2e.Wakehost // what Launch started; its Err once exited is closed
 	cmd    *exec.Cmd
 	addr   string
 	base   string
 	log    *e2e.Log
 	client *http.Client
 	exited chan struct{} // closed once the process has been waited for
-	err    error         // cmd.Wait's, once exited is closed
 }
 
 // startWakehost writes a wake.toml for the slow model's conductor (no API
@@ -127,71 +126,9 @@ func launchWakehost(t *testing.T, cfg string, env []string, args ...string) *wak
 	if err := os.WriteFile(cfg, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The port is found free and then handed to wakehost, so a test
-	// running in parallel may take it in between: then wakehost exits at
-	// once, and it is launched again on another port.
-	for attempt := 1; ; attempt++ {
-		h, busy := launchOnce(t, cfg, env, args)
-		if !busy {
-			return h
-		}
-		if attempt == 3 {
-			t.Fatalf("wakehost found its port taken three times; the last log:\n%s", h.log)
-		}
-	}
-}
-
-// launchOnce runs wakehost on a port found free and waits for /readyz 200;
-// busy is true when it exited because another process took the port first.
-func launchOnce(t *testing.T, cfg string, env, args []string) (h *wakehost, busy bool) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-
-	h = &wakehost{addr: addr, base: "http://" + addr, log: &e2e.Log{}, client: &http.Client{Transport: &http.Transport{}}, exited: make(chan struct{})}
-	h.cmd = exec.Command(filepath.Join(binDir, e2e.WakehostBin),
-		append([]string{"-config", cfg, "-listen", addr, "-log-format", "json"}, args...)...)
-	h.cmd.Env = append([]string{}, env...)
-	h.cmd.Stderr = h.log
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		h.err = h.cmd.Wait()
-		close(h.exited)
-	}()
-	t.Cleanup(func() {
-		h.client.CloseIdleConnections()
-		select {
-		case <-h.exited:
-		default:
-			h.cmd.Process.Kill()
-			<-h.exited
-		}
-	})
-	deadline := time.Now().Add(waitFor)
-	for {
-		if status, _, err := h.get("/readyz"); err == nil && status == http.StatusOK {
-			return h, false
-		}
-		select {
-		case <-h.exited:
-			if strings.Contains(h.log.String(), "address already in use") {
-				return h, true
-			}
-			t.Fatalf("wakehost exited before /readyz answered 200: %v\nthe log:\n%s", h.err, h.log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("wakehost: /readyz not 200 within %v\nthe log:\n%s", waitFor, h.log)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	w := e2e.Launch(t, filepath.Join(binDir, e2e.WakehostBin),
+		append([]string{"-config", cfg, "-log-format", "json"}, args...), env, waitFor)
+	return &wakehost{w: w, cmd: w.Cmd, addr: w.Addr, base: w.Base, log: w.Log, client: w.Client, exited: w.Exited}
 }
 
 func (h *wakehost) get(path string) (int, string, error) {
@@ -272,11 +209,11 @@ func (h *wakehost) awaitExit(t *testing.T, within time.Duration) int {
 	}
 	var exit *exec.ExitError
 	switch {
-	case h.err == nil:
+	case h.w.Err == nil:
 		return 0
-	case errors.As(h.err, &exit):
+	case errors.As(h.w.Err, &exit):
 		return exit.ExitCode()
 	}
-	t.Fatalf("wakehost: %v", h.err)
+	t.Fatalf("wakehost: %v", h.w.Err)
 	return -1
 }

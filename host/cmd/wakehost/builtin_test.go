@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -86,7 +84,7 @@ func TestBuiltinPluginsServeAWake(t *testing.T) {
 		t.Fatalf("the first ask: %q, want %q", got, want)
 	}
 	if err := <-ready; err != nil {
-		t.Fatalf("the pod's event stream: %v\nthe log:\n%s", err, h.log)
+		t.Fatalf("the pod's event stream: %v\nthe log:\n%s", err, h.Log)
 	}
 	if got, want := h.chat(t, "hello"), "echo: hello"; got != want {
 		t.Fatalf("the ask once the pod is ready: %q, want %q", got, want)
@@ -104,87 +102,36 @@ func TestBuiltinPluginsServeAWake(t *testing.T) {
 		t.Errorf("the ask after the relaunch: %q, want %q", got, want)
 	}
 
-	if err := h.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := h.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-h.exited:
+	case <-h.Exited:
 	case <-time.After(within):
-		t.Fatalf("wakehost did not exit within %v of SIGTERM\nthe log:\n%s", within, h.log)
+		t.Fatalf("wakehost did not exit within %v of SIGTERM\nthe log:\n%s", within, h.Log)
 	}
-	if h.err != nil {
-		t.Errorf("wakehost: %v\nthe log:\n%s", h.err, h.log)
+	if h.Err != nil {
+		t.Errorf("wakehost: %v\nthe log:\n%s", h.Err, h.Log)
 	}
 	e2e.WaitGone(t, within, relaunched, plugins["provider"])
 }
 
 // host is a wakehost child process under -simulate.
-type host struct {
-	cmd    *exec.Cmd
-	base   string
-	log    *e2e.Log
-	client *http.Client
-	exited chan struct{} // closed once the process has been waited for
-	err    error         // cmd.Wait's, once exited is closed
-}
+type host struct{ *e2e.Wakehost }
 
 // startHost runs wakehostBin -simulate -scale 120 on the config at cfg, on
 // a free loopback port, with hostOnly its whole environment, and waits for
 // /readyz 200. The process is killed at cleanup if it still runs.
 func startHost(t *testing.T, cfg string) *host {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	h := &host{base: "http://" + addr, log: &e2e.Log{}, client: &http.Client{Transport: &http.Transport{}}, exited: make(chan struct{})}
-	h.cmd = exec.Command(wakehostBin, "-simulate", "-scale", "120", "-config", cfg, "-listen", addr, "-log-format", "json")
-	h.cmd.Env = []string{hostOnly}
-	h.cmd.Stderr = h.log
-	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := h.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		h.err = h.cmd.Wait()
-		close(h.exited)
-	}()
-	t.Cleanup(func() {
-		h.client.CloseIdleConnections()
-		select {
-		case <-h.exited:
-		default:
-			h.cmd.Process.Kill()
-			<-h.exited
-		}
-	})
-	deadline := time.Now().Add(within)
-	for {
-		if resp, err := h.client.Get(h.base + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return h
-			}
-		}
-		select {
-		case <-h.exited:
-			t.Fatalf("wakehost exited before /readyz answered 200: %v\nthe log:\n%s", h.err, h.log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("wakehost: /readyz not 200 within %v\nthe log:\n%s", within, h.log)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	return &host{e2e.Launch(t, wakehostBin, []string{"-simulate", "-scale", "120", "-config", cfg, "-log-format", "json"}, []string{hostOnly}, within)}
 }
 
 // plugins are the host's two plugin processes, by kind ("conductor",
 // "provider"): its children, each wakehost itself.
 func (h *host) plugins(t *testing.T) map[string]int {
 	t.Helper()
-	children := e2e.Children(h.cmd.Process.Pid)
+	children := e2e.Children(h.Cmd.Process.Pid)
 	out := map[string]int{}
 	for pid, exe := range children {
 		if exe != binaries.Wakehost {
@@ -211,7 +158,7 @@ func (h *host) awaitPlugin(t *testing.T, kind string, old int) int {
 	deadline := time.Now().Add(within)
 	for {
 		if pid, ok := h.pluginsNow(t)[kind]; ok && pid != old {
-			if resp, err := h.client.Get(h.base + "/readyz"); err == nil {
+			if resp, err := h.Client.Get(h.Base + "/readyz"); err == nil {
 				resp.Body.Close()
 				if resp.StatusCode == http.StatusOK {
 					return pid
@@ -219,7 +166,7 @@ func (h *host) awaitPlugin(t *testing.T, kind string, old int) int {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no new %s plugin within %v\nthe log:\n%s", kind, within, h.log)
+			t.Fatalf("no new %s plugin within %v\nthe log:\n%s", kind, within, h.Log)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -228,7 +175,7 @@ func (h *host) awaitPlugin(t *testing.T, kind string, old int) int {
 // pluginsNow is plugins without its checks: what runs at the moment.
 func (h *host) pluginsNow(t *testing.T) map[string]int {
 	out := map[string]int{}
-	for pid := range e2e.Children(h.cmd.Process.Pid) {
+	for pid := range e2e.Children(h.Cmd.Process.Pid) {
 		args, err := readCmdline(pid)
 		if err != nil {
 			continue // it exited meanwhile
@@ -249,20 +196,20 @@ func (h *host) chat(t *testing.T, message string) string {
 	body, _ := json.Marshal(map[string]string{"message": message, "sessionId": "builtin"})
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+"/api/chat", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.Base+"/api/chat", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := h.client.Do(req)
+	resp, err := h.Client.Do(req)
 	if err != nil {
-		t.Fatalf("POST /api/chat: %v\nthe log:\n%s", err, h.log)
+		t.Fatalf("POST /api/chat: %v\nthe log:\n%s", err, h.Log)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	var got struct{ Reply string }
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(b, &got) != nil {
-		t.Fatalf("POST /api/chat: %d %s\nthe log:\n%s", resp.StatusCode, b, h.log)
+		t.Fatalf("POST /api/chat: %d %s\nthe log:\n%s", resp.StatusCode, b, h.Log)
 	}
 	return got.Reply
 }
@@ -272,13 +219,13 @@ func (h *host) chat(t *testing.T, message string) string {
 func (h *host) awaitReady(pod string) <-chan error {
 	done := make(chan error, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), within)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.base+"/api/pods/"+pod+"/events", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.Base+"/api/pods/"+pod+"/events", nil)
 	if err != nil {
 		cancel()
 		done <- err
 		return done
 	}
-	resp, err := h.client.Do(req)
+	resp, err := h.Client.Do(req)
 	if err != nil {
 		cancel()
 		done <- err
