@@ -356,12 +356,14 @@ func (c *Coordinator) forget(pod string) {
 	c.mu.Unlock()
 }
 
-// remember keeps rec as the record this process last knew of its pod,
-// under the pod's lock.
+// remember keeps rec, as stored now, as the record this process last knew
+// of its pod, under the pod's lock: what events are decided on (held) and
+// what the idle stop reads (saw).
 func (c *Coordinator) remember(pod string, rec machines.Record) {
 	c.mu.Lock()
 	c.known[pod] = rec
 	c.mu.Unlock()
+	c.saw(rec)
 }
 
 // event applies an event that decides nothing, logging a failure.
@@ -513,7 +515,6 @@ func (c *Coordinator) Elsewhere(pod string, seen func(machines.Record)) error {
 		c.forget(pod) // it changed elsewhere: what this process holds is old
 		return fmt.Errorf("wake: record of pod %s: %w", pod, err)
 	}
-	c.saw(rec)
 	c.remember(pod, rec)
 	seen(rec)
 	return nil
@@ -689,7 +690,6 @@ func (c *Coordinator) decide(rec machines.Record, ev machines.Event) (machines.D
 // the pod's in-process lock: Changed, and the wake-ready line. entry is
 // the wake log entry stored with it, nil when none.
 func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decision, ev machines.Event, entry *machines.Wake) {
-	c.saw(next)
 	c.remember(rec.Pod, next)
 	if c.changed != nil {
 		c.changed(Change{Before: rec, After: next, Event: ev, Wake: entry})

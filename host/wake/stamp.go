@@ -76,7 +76,6 @@ func (c *Coordinator) writeStamp(pod string, at time.Time) {
 	}
 	c.storeAnswered(ctx)
 	if after.Equal(before) {
-		c.saw(after)
 		c.remember(pod, after)
 		return
 	}
