@@ -100,6 +100,12 @@ type Config struct {
 	// its watch begins; it must not block. Tests wait on it for the start
 	// a wake decision sent.
 	Started func(pod string)
+	// Watched, when set, is called with the pod and the wake's request
+	// time whenever a watch of that wake returns: one that ran, once its
+	// lines are logged and its lease released, and one that did not run
+	// (this host or another watches the wake already, or Close was
+	// called). It must not block. Tests wait on it for a watch's end.
+	Watched func(pod string, wake time.Time)
 	// Following, when set, reports whether this process hears every other
 	// host's change of a record now (store.Changes.Following): only then
 	// are the records it holds the ones stored, within the notices' delay.
@@ -134,8 +140,9 @@ type Coordinator struct {
 	wakeWatch    time.Duration
 	startTimeout time.Duration
 	changed      func(Change)
-	started      func(pod string) // Config.Started
-	hearsAll     func() bool      // Config.Following
+	started      func(pod string)                 // Config.Started
+	watched      func(pod string, wake time.Time) // Config.Watched
+	hearsAll     func() bool                      // Config.Following
 	leases       store.Leases
 	takeover     time.Duration
 	credentials  map[string]string
@@ -217,6 +224,7 @@ func New(cfg Config) *Coordinator {
 		startTimeout: cfg.StartTimeout,
 		changed:      cfg.Changed,
 		started:      cfg.Started,
+		watched:      cfg.Watched,
 		hearsAll:     cfg.Following,
 		leases:       cfg.Leases,
 		takeover:     cfg.Takeover,

@@ -47,7 +47,7 @@ func TestFirstNotReadyWakes(t *testing.T) {
 		{Level: "INFO", Msg: "provider not ready for pod qwen (status EXITED) → wake", Pod: "qwen", State: "waking", Reply: "waking"},
 		{Level: "INFO", Msg: acceptedLine, Pod: "qwen"},
 	}
-	got, _ := e.logs.lines(t)
+	got := e.logs.lines(t)
 	if diff := cmp.Diff(wantLines, got); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
 	}
@@ -263,7 +263,7 @@ func TestDecisionLine(t *testing.T) {
 		t.Errorf("unreadable: action %q reply %q, want wait and %q", d.Action, d.Reply, machines.ReplyUnreadable)
 	}
 	want := []logLine{{Level: "INFO", Msg: "provider not ready for pod qwen (status unknown) → wait", Pod: "qwen", State: "asleep", Reply: "unreadable"}}
-	got, _ := e.logs.lines(t)
+	got := e.logs.lines(t)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("log (-want +got):\n%s", diff)
 	}
@@ -327,7 +327,7 @@ func TestStoreFailure(t *testing.T) {
 	if n := e.gpu.starts(); n != 0 {
 		t.Errorf("StartPod called %d times, want 0", n)
 	}
-	if got, _ := e.logs.lines(t); len(got) != 0 {
+	if got := e.logs.lines(t); len(got) != 0 {
 		t.Errorf("logged %v, want nothing: the caller logs the returned error once", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -366,23 +367,19 @@ func (m *memRecords) putCount() int {
 	return m.puts
 }
 
-// logBuf collects a JSON slog handler's output and wakes waiters on every
-// line.
+// logBuf collects a JSON slog handler's output. The tests read it once
+// what they wait for has happened; they never wait for a line.
 type logBuf struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	changed chan struct{}
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
-func newLogBuf() *logBuf { return &logBuf{changed: make(chan struct{})} }
+func newLogBuf() *logBuf { return &logBuf{} }
 
 func (b *logBuf) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	n, err := b.buf.Write(p)
-	close(b.changed)
-	b.changed = make(chan struct{})
-	return n, err
+	return b.buf.Write(p)
 }
 
 // logLine is the part of a JSON log record the tests assert on.
@@ -404,10 +401,10 @@ func (b *logBuf) String() string {
 }
 
 // lines parses every record so far; it fails the test on a malformed one.
-func (b *logBuf) lines(t *testing.T) ([]logLine, <-chan struct{}) {
+func (b *logBuf) lines(t *testing.T) []logLine {
 	t.Helper()
 	b.mu.Lock()
-	raw, changed := bytes.Clone(b.buf.Bytes()), b.changed
+	raw := bytes.Clone(b.buf.Bytes())
 	b.mu.Unlock()
 	var out []logLine
 	for _, l := range bytes.Split(bytes.TrimSpace(raw), []byte("\n")) {
@@ -420,13 +417,13 @@ func (b *logBuf) lines(t *testing.T) ([]logLine, <-chan struct{}) {
 		}
 		out = append(out, ll)
 	}
-	return out, changed
+	return out
 }
 
 // withMsg returns the lines whose message is msg.
 func (b *logBuf) withMsg(t *testing.T, msg string) []logLine {
 	t.Helper()
-	all, _ := b.lines(t)
+	all := b.lines(t)
 	var out []logLine
 	for _, l := range all {
 		if l.Msg == msg {
@@ -436,33 +433,10 @@ func (b *logBuf) withMsg(t *testing.T, msg string) []logLine {
 	return out
 }
 
-// waitN waits until n lines carry msg and returns them.
-func (b *logBuf) waitN(t *testing.T, msg string, n int) []logLine {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		all, changed := b.lines(t)
-		var got []logLine
-		for _, l := range all {
-			if l.Msg == msg {
-				got = append(got, l)
-			}
-		}
-		if len(got) >= n {
-			return got
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("waited %v for %d log lines %q; the log:\n%s", waitLimit, n, msg, b.String())
-		}
-	}
-}
-
 // find is the first line carrying msg; the test fails when there is none.
 func (b *logBuf) find(t *testing.T, msg string) logLine {
 	t.Helper()
-	all, _ := b.lines(t)
+	all := b.lines(t)
 	for _, l := range all {
 		if l.Msg == msg {
 			return l
@@ -470,12 +444,6 @@ func (b *logBuf) find(t *testing.T, msg string) logLine {
 	}
 	t.Fatalf("no log line %q; the log:\n%s", msg, b.String())
 	return logLine{}
-}
-
-// wait waits for one line carrying msg and returns it.
-func (b *logBuf) wait(t *testing.T, msg string) logLine {
-	t.Helper()
-	return b.waitN(t, msg, 1)[0]
 }
 
 // env is one Coordinator under test with its fakes.
@@ -486,29 +454,55 @@ type env struct {
 	logs *logBuf
 	c    *wake.Coordinator
 
-	startsMu sync.Mutex
-	starts   int           // background starts done (Config.Started)
-	started  chan struct{} // closed and replaced at each
+	mu      sync.Mutex
+	starts  int           // background starts done (Config.Started)
+	watched map[int64]int // returned watches by wake, Unix nanoseconds (Config.Watched)
+	changed chan struct{} // closed and replaced at each of them
+}
+
+// note counts one hook's call under e.mu and wakes the waiters.
+func (e *env) note(count func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	count()
+	close(e.changed)
+	e.changed = make(chan struct{})
+}
+
+// waitFor waits until done, read under e.mu, reports true; what it waits
+// for names it in the failure.
+func (e *env) waitFor(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		e.mu.Lock()
+		ok, changed := done(), e.changed
+		e.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("waited %v for %s; the log:\n%s", waitLimit, what, e.logs.String())
+		}
+	}
 }
 
 // waitStarts waits until n background starts have their outcome fed and
 // logged (Config.Started).
 func (e *env) waitStarts(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		e.startsMu.Lock()
-		done, changed := e.starts, e.started
-		e.startsMu.Unlock()
-		if done >= n {
-			return
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("waited %v for %d starts, %d done; the log:\n%s", waitLimit, n, done, e.logs.String())
-		}
-	}
+	e.waitFor(t, fmt.Sprintf("%d starts", n), func() bool { return e.starts >= n })
+}
+
+// waitWatched waits until n watches of the wake requested at wake have
+// returned (Config.Watched): their lines are logged and their leases
+// released.
+func (e *env) waitWatched(t *testing.T, wake time.Time, n int) {
+	t.Helper()
+	e.waitFor(t, fmt.Sprintf("%d watches of the wake requested at %s to return", n, wake.Format(time.TimeOnly)),
+		func() bool { return e.watched[wake.UnixNano()] >= n })
 }
 
 // accepted waits for n starts and checks that the log holds n accepted
@@ -567,14 +561,9 @@ func newEnv(t *testing.T, cfg wake.Config) *env {
 		cfg.Pod = pod
 	}
 	cfg.Logger = slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e.started = make(chan struct{})
-	cfg.Started = func(string) {
-		e.startsMu.Lock()
-		defer e.startsMu.Unlock()
-		e.starts++
-		close(e.started)
-		e.started = make(chan struct{})
-	}
+	e.changed, e.watched = make(chan struct{}), make(map[int64]int)
+	cfg.Started = func(string) { e.note(func() { e.starts++ }) }
+	cfg.Watched = func(_ string, wake time.Time) { e.note(func() { e.watched[wake.UnixNano()]++ }) }
 	e.c = wake.New(cfg)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitLimit)

@@ -97,7 +97,7 @@ func TestObserve(t *testing.T) {
 			if got := e.recs.putCount(); got != wantPuts {
 				t.Errorf("%d record writes, want %d", got, wantPuts)
 			}
-			got, _ := e.logs.lines(t)
+			got := e.logs.lines(t)
 			if diff := cmp.Diff(tt.wantLines, got); diff != "" {
 				t.Errorf("log (-want +got):\n%s", diff)
 			}
@@ -172,7 +172,7 @@ func TestAnswered(t *testing.T) {
 			if diff := cmp.Diff(tt.want, e.record(t)); diff != "" {
 				t.Errorf("record after the second answer (-want +got):\n%s", diff)
 			}
-			got, _ := e.logs.lines(t)
+			got := e.logs.lines(t)
 			if diff := cmp.Diff(tt.wantLines, got); diff != "" {
 				t.Errorf("log (-want +got):\n%s", diff)
 			}

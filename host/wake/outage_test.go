@@ -46,7 +46,7 @@ func TestReadyDuringStoreOutage(t *testing.T) {
 		if diff := cmp.Diff(want, e.record(t)); diff != "" {
 			t.Errorf("record (-want +got):\n%s", diff)
 		}
-		all, _ := e.logs.lines(t)
+		all := e.logs.lines(t)
 		var failed, back []logLine
 		for _, l := range all {
 			switch {

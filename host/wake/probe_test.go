@@ -346,7 +346,7 @@ func TestWatchProbeFailures(t *testing.T) {
 		if got := e.record(t); got.State != machines.Ready || !got.ReadyAt.Equal(e.at(12*time.Second)) {
 			t.Errorf("state %s ready at %v, want ready at 12s", got.State, got.ReadyAt.Sub(e.start))
 		}
-		all, _ := e.logs.lines(t)
+		all := e.logs.lines(t)
 		var got []logLine
 		for _, l := range all {
 			if strings.Contains(l.Msg, ": probe failed: ") || strings.Contains(l.Msg, ": model not answering yet: ") {

@@ -153,6 +153,7 @@ func TestWatchAcrossHosts(t *testing.T) {
 	// Past the start's grace, B looks at the wake several times and finds
 	// it watched.
 	a.clk.Advance(10 * time.Second)
+	a.waitWaiters(t, 1) // A's watch has read the pod and waits for its next poll
 	leases.waitAttempts(t, "B", 3)
 	if n := b.gpu.reads(); n != 0 {
 		t.Errorf("B read the pod %d times while A watched the wake; want 0", n)
@@ -164,17 +165,29 @@ func TestWatchAcrossHosts(t *testing.T) {
 	// A dies. B takes the watch over, reads the pod at once and records
 	// the outcome.
 	leases.lapse("A")
-	b.logs.wait(t, "wake watch resumed for pod qwen: wake requested at 12:00 UTC")
-	b.logs.wait(t, "wake ready for pod qwen: ready since 12:00 UTC")
+	// The lease, A's (lapsed) until B takes it, is free once B's watch
+	// has returned; A's watch waits on the clock.
+	leases.waitReleased(t, lease)
+	for _, msg := range []string{
+		"wake watch resumed for pod qwen: wake requested at 12:00 UTC",
+		"wake ready for pod qwen: ready since 12:00 UTC",
+	} {
+		if l := b.logs.find(t, msg); l.Level != "INFO" {
+			t.Errorf("B's line %q at %s, want INFO", msg, l.Level)
+		}
+	}
 	if r := b.record(t); r.State != machines.Ready || !r.WakeRequestedAt.Equal(wakeAt) {
 		t.Errorf("the record after B's read = %+v, want ready on the wake", r)
 	}
-	leases.waitReleased(t, lease) // once the watch returns, after the line
 	// A's watch, at its next look, finds its lease gone and stops without
 	// reading.
 	readsA := a.gpu.reads()
 	a.clk.Advance(time.Minute)
-	a.logs.wait(t, "wake watch for pod qwen stopped: its lease lapsed (the store did not renew it); another host takes it over")
+	a.waitWatched(t, wakeAt, 1)
+	lapsed := "wake watch for pod qwen stopped: its lease lapsed (the store did not renew it); another host takes it over"
+	if l := a.logs.find(t, lapsed); l.Level != "WARN" {
+		t.Errorf("A's lapsed line at %s, want WARN", l.Level)
+	}
 	if n := a.gpu.reads(); n != readsA {
 		t.Errorf("A read the pod %d more times after its lease lapsed", n-readsA)
 	}

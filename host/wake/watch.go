@@ -74,6 +74,9 @@ func (c *Coordinator) Resume(configured func(pod string) bool) error {
 // watch runs per (pod, wake). Nothing is read or probed for a pod with no
 // wake on the clock.
 func (c *Coordinator) watch(pod string, wake time.Time, resumed bool) {
+	if c.watched != nil {
+		defer c.watched(pod, wake) // last: after the release below
+	}
 	key := watchKey{pod: pod, wake: wake.UnixNano()}
 	if ok, dup := c.claim(key); ok && !c.takeLease(key) {
 		c.unclaim(key)

@@ -240,7 +240,7 @@ func TestWatchReadPodErrors(t *testing.T) {
 	e.logs.find(t, "wake ready for pod qwen: ready since 12:03 UTC")
 
 	var got []logLine
-	all, _ := e.logs.lines(t)
+	all := e.logs.lines(t)
 	for _, l := range all {
 		if l.Level == "WARN" {
 			got = append(got, l)
@@ -317,7 +317,8 @@ func TestWatchSuperseded(t *testing.T) {
 
 		e.clk.Set(t0.Add(16 * time.Minute)) // the old watch's turn, not yet the new one's
 
-		e.logs.wait(t, supersededLine)
+		e.waitWatched(t, t0, 1)
+		e.logs.find(t, supersededLine)
 		want := machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: rewakeAt}
 		if diff := cmp.Diff(want, e.record(t)); diff != "" {
 			t.Errorf("the superseded watch wrote the record (-want +got):\n%s", diff)
@@ -354,7 +355,8 @@ func TestWatchSuperseded(t *testing.T) {
 
 		close(release)
 
-		e.logs.wait(t, supersededLine)
+		e.waitWatched(t, t0, 1)
+		e.logs.find(t, supersededLine)
 		want := machines.Record{Pod: "qwen", State: machines.Loading, WakeRequestedAt: rewakeAt, ModelLoadingSince: rewakeAt, RunningAt: rewakeAt}
 		if diff := cmp.Diff(want, e.record(t)); diff != "" {
 			t.Errorf("record (-want +got):\n%s", diff)
@@ -407,11 +409,11 @@ func TestResume(t *testing.T) {
 	if diff := cmp.Diff([]string{"other", "qwen", "third"}, asked); diff != "" {
 		t.Errorf("pods asked about (-want +got):\n%s", diff)
 	}
-	line := e.logs.wait(t, "wake watch resumed for pod qwen: wake requested at 11:50 UTC")
+	e.waitWaiters(t, 1) // the first read, at once, is done
+	line := e.logs.find(t, "wake watch resumed for pod qwen: wake requested at 11:50 UTC")
 	if line.Level != "INFO" {
 		t.Errorf("resumed line at %s, want INFO", line.Level)
 	}
-	e.waitWaiters(t, 1) // the first read, at once, is done
 	if n := e.gpu.reads(); n != 1 {
 		t.Errorf("pod read %d times on resume, want 1 at once", n)
 	}
@@ -502,7 +504,8 @@ func TestResumeLate(t *testing.T) {
 			if err := e.c.Resume(func(string) bool { return true }); err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tt.wantLine, e.logs.wait(t, tt.wantLine.Msg)); diff != "" {
+			e.waitWatched(t, wakeAt, 1) // its one read done, its line logged
+			if diff := cmp.Diff(tt.wantLine, e.logs.find(t, tt.wantLine.Msg)); diff != "" {
 				t.Errorf("line (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tt.wantRec, e.record(t)); diff != "" {
@@ -517,14 +520,18 @@ func TestResumeLate(t *testing.T) {
 
 // TestOneWatchPerWake: resuming twice starts one watch, not two.
 func TestOneWatchPerWake(t *testing.T) {
+	wakeAt := t0.Add(-10 * time.Minute)
 	e := newEnv(t, wake.Config{WatchPoll: time.Minute, Records: newMemRecords(
-		machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: t0.Add(-10 * time.Minute)})})
+		machines.Record{Pod: "qwen", State: machines.Waking, WakeRequestedAt: wakeAt})})
 	for range 2 {
 		if err := e.c.Resume(func(string) bool { return true }); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e.logs.wait(t, "wake watch for pod qwen: the wake requested at 11:50 UTC is already watched")
+	e.waitWatched(t, wakeAt, 1) // the second watch found the wake watched
+	if l := e.logs.find(t, "wake watch for pod qwen: the wake requested at 11:50 UTC is already watched"); l.Level != "DEBUG" {
+		t.Errorf("already-watched line at %s, want DEBUG", l.Level)
+	}
 	e.waitWaiters(t, 1)
 	e.step(t, time.Minute)
 	e.waitWaiters(t, 1)
