@@ -163,6 +163,7 @@ type Coordinator struct {
 	logs map[string]*podLog // one per pod, never removed; fields under mu
 	// known is each pod's record as this process last read, stored or
 	// heard of it (Elsewhere): what Answered decides on without a read.
+	// The idle stop keeps its own (activity.rec): see there why.
 	known    map[string]machines.Record
 	watching map[watchKey]bool // the live watches
 	closed   bool
@@ -627,11 +628,8 @@ func (c *Coordinator) update(ctx context.Context, pod string, ev machines.Event,
 }
 
 // change is update for an event that changed the record on a plain read:
-// under the pod's lock it reads the record again, decides on it and stores
-// what changed. What follows a stored change (the wake log read again,
-// Changed, the wake-ready line) happens after the write, still under the
-// in-process lock, so one pod's Changed calls come in the order of its
-// changes.
+// under the pod's lock it decides again on the record as stored and stores
+// what changed (commitLocked).
 func (c *Coordinator) change(ctx context.Context, pod string, ev machines.Event, admit func(machines.Record) bool) (d machines.Decision, next machines.Record, applied bool, err error) {
 	unlock := c.lockPod(pod)
 	defer unlock()
@@ -640,41 +638,84 @@ func (c *Coordinator) change(ctx context.Context, pod string, ev machines.Event,
 	// the store.
 	var logged []machines.Wake
 	ev.Estimate, logged = c.heldWakeLog(pod)
-	var decideErr error
-	var entry *machines.Wake
-	before, after, err := c.records.UpdateRecord(ctx, pod, func(rec machines.Record) (machines.Record, *machines.Wake, error) {
+	e, after, err := c.commitLocked(ctx, pod, func(rec machines.Record) (e edit, err error) {
 		if applied = admit == nil || admit(rec); !applied {
-			return rec, nil, nil
+			return edit{next: rec}, nil
 		}
-		d, next, ev, decideErr = c.decide(rec, ev)
-		if decideErr != nil {
-			return next, nil, decideErr
+		if e.d, e.next, ev, err = c.decide(rec, ev); err != nil {
+			return edit{}, err
 		}
-		if w, ok := machines.LogWake(logged, rec, next); ok && c.wakes != nil {
+		e.ev = ev
+		if w, ok := machines.LogWake(logged, rec, e.next); ok && c.wakes != nil {
 			// The outcome and its log entry are stored together.
-			entry = &w
+			e.entry = &w
 		}
-		return next, entry, nil
+		return e, nil
 	})
 	switch {
-	case decideErr != nil:
-		return machines.Decision{}, machines.Record{}, false, decideErr
+	case isStoreError(err):
+		return machines.Decision{}, machines.Record{}, false, fmt.Errorf("wake: update record of pod %s: %w", pod, err)
 	case err != nil:
-		return machines.Decision{}, machines.Record{}, false, storeError{fmt.Errorf("wake: update record of pod %s: %w", pod, err)}
+		return machines.Decision{}, machines.Record{}, false, err
+	}
+	return e.d, after, applied, nil
+}
+
+// edit is what a change makes of a pod's record: the record to store, the
+// wake log entry stored with it (nil for none), and the decision and event
+// that made it, for Changed and the wake-ready line.
+type edit struct {
+	next  machines.Record
+	entry *machines.Wake
+	d     machines.Decision
+	ev    machines.Event
+}
+
+// commitLocked stores fn's edit of pod's record: the one way the
+// Coordinator changes a record, for an event (change) as for an answer's
+// stamp (writeStamp). The caller holds the pod's in-process lock;
+// Records.UpdateRecord holds the store's across fn, which gets the record
+// as stored and must not call the store. fn's error is returned as it is;
+// a failed store call as a storeError, which the caller words and logs
+// once per outage. Once the store answered: a change stored has the wake
+// log read again when it logged a wake, becomes the record this process
+// holds (remember), goes to Changed and logs the wake-ready line, still
+// under the in-process lock, so one pod's Changed calls come in the order
+// of its changes; a record fn left as it was is the newest this process
+// knows, and is held.
+func (c *Coordinator) commitLocked(ctx context.Context, pod string, fn func(machines.Record) (edit, error)) (edit, machines.Record, error) {
+	var e edit
+	var fnErr error
+	before, after, err := c.records.UpdateRecord(ctx, pod, func(rec machines.Record) (machines.Record, *machines.Wake, error) {
+		e, fnErr = fn(rec)
+		return e.next, e.entry, fnErr
+	})
+	switch {
+	case fnErr != nil:
+		return edit{}, machines.Record{}, fnErr
+	case err != nil:
+		return edit{}, machines.Record{}, storeError{err}
 	}
 	c.storeAnswered(ctx)
-	switch {
-	case applied && !after.Equal(before):
-		if entry != nil {
-			c.readWakeLogLocked(ctx, pod)
-		}
-		c.storedLocked(before, after, d, ev, entry)
-	default:
+	if after.Equal(before) {
 		// Nothing changed: the record read under the lock is the newest
 		// this process knows.
 		c.remember(pod, after)
+		return e, after, nil
 	}
-	return d, after, applied, nil
+	if e.entry != nil {
+		c.readWakeLogLocked(ctx, pod)
+	}
+	c.remember(pod, after)
+	if c.changed != nil {
+		c.changed(Change{Before: before, After: after, Event: e.ev, Wake: e.entry})
+	}
+	if e.d.To == machines.Ready && machines.InProgress(e.d.From) {
+		c.log.LogAttrs(context.Background(), slog.LevelInfo,
+			fmt.Sprintf("wake ready for pod %s: ready since %s", pod, machines.FormatClock(after.ReadyAt, e.ev.At)),
+			slog.String("pod", pod), slog.Time("wakeRequestedAt", after.WakeRequestedAt))
+	}
+	return e, after, nil
 }
 
 // decide decides ev on rec, stamping ev.At unless the caller did (a
@@ -692,21 +733,6 @@ func (c *Coordinator) decide(rec machines.Record, ev machines.Event) (machines.D
 	// answered turns find the pod ready: update writes nothing for them,
 	// as a write, and its fsync, would only slow every reply down.
 	return d, next, ev, nil
-}
-
-// storedLocked is what follows a stored change of a pod's record, under
-// the pod's in-process lock: Changed, and the wake-ready line. entry is
-// the wake log entry stored with it, nil when none.
-func (c *Coordinator) storedLocked(rec, next machines.Record, d machines.Decision, ev machines.Event, entry *machines.Wake) {
-	c.remember(rec.Pod, next)
-	if c.changed != nil {
-		c.changed(Change{Before: rec, After: next, Event: ev, Wake: entry})
-	}
-	if d.To == machines.Ready && machines.InProgress(d.From) {
-		c.log.LogAttrs(context.Background(), slog.LevelInfo,
-			fmt.Sprintf("wake ready for pod %s: ready since %s", rec.Pod, machines.FormatClock(next.ReadyAt, ev.At)),
-			slog.String("pod", rec.Pod), slog.Time("wakeRequestedAt", next.WakeRequestedAt))
-	}
 }
 
 // feed runs an outcome event of the wake requested at wake. When the record

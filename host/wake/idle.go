@@ -20,7 +20,7 @@ type Subscribers interface {
 
 // The idle stop. Each pod with a StopPolicy has a loop (idleLoop, started
 // by Resume) that sleeps until the pod's stop is due and wakes up early on
-// every change of its record (storedLocked, Elsewhere) and of its activity
+// every change of its record (commitLocked, Elsewhere) and of its activity
 // (Begin and its end, Answered, NotReady). When a stop is due the loop
 // takes the stop's lease, so that of the hosts sharing the store one stops
 // the pod, and re-checks under the pod's lock on the record as stored:
@@ -46,9 +46,20 @@ const (
 
 // activity is what the host knows of one pod's use; guarded by idler.mu.
 type activity struct {
-	rec      machines.Record // the record as last stored or seen
-	known    bool            // rec was read or seen
-	inFlight int             // turns, held requests and resumes of this pod
+	// rec is the record as last stored or seen under the pod's lock
+	// (remember), read by the stop's last look (confirmStop), or listed
+	// by Resume; known: it was. It is not Coordinator.known, which serves
+	// other rules: a failed read of another host's change drops that one
+	// (forget), where the idle stop must keep a record to find its next
+	// stop; a plain read fills that one when it is empty (learn), which
+	// could take the idle stop back to a record older than the one it
+	// had; and the stop's last look and Resume's list fill this one
+	// alone (filling that one too would change which events read the
+	// store). rec is also read with the counters below under idle.mu, in
+	// one look (stopDueLocked).
+	rec      machines.Record
+	known    bool
+	inFlight int // turns, held requests and resumes of this pod
 	// lastAnswer is when the model last answered a user's turn here (the
 	// record's AnsweredAt is when any host last stamped one); lastEnd
 	// when a turn, hold or resume of the pod last ended; lastAsk when a

@@ -54,32 +54,26 @@ func (c *Coordinator) stampAnswer(pod string, at time.Time) {
 
 // writeStamp stamps pod's record with at under the pod's lock, unless the
 // stored stamp is younger than AnswerStamp (another host stamped it
-// meanwhile). The record as stored then is what this host knows of the
-// pod; a stamp it stored is a change like any other (Changed). It runs on
-// the abandoned context, like a stop: a host shutting down still stores
-// the answers it saw, which the other hosts' idle stops need. A failed
-// write is a store failure like a failed event (logged once per outage);
-// the next answer stamps again.
+// meanwhile). It is stored as every change is (commitLocked): a stamp is a
+// change like any other (Changed, with the answered event at its time),
+// and the record as stored then is what this host holds of the pod. It
+// runs on the abandoned context, like a stop: a host shutting down still
+// stores the answers it saw, which the other hosts' idle stops need. A
+// failed write is a store failure like a failed event (logged once per
+// outage); the next answer stamps again.
 func (c *Coordinator) writeStamp(pod string, at time.Time) {
 	ctx := c.abandoned
 	unlock := c.lockPod(pod)
 	defer unlock()
-	before, after, err := c.records.UpdateRecord(ctx, pod, func(rec machines.Record) (machines.Record, *machines.Wake, error) {
+	_, _, err := c.commitLocked(ctx, pod, func(rec machines.Record) (edit, error) {
 		if at.Sub(rec.AnsweredAt) >= AnswerStamp {
 			rec.AnsweredAt = at
 		}
-		return rec, nil, nil
+		return edit{next: rec, ev: machines.Event{Trigger: machines.Answered, At: at}}, nil
 	})
 	if err != nil {
 		c.storeFailed(ctx, pod, fmt.Sprintf("wake: record of pod %s: the answer's stamp not stored: %v", pod, err))
-		return
 	}
-	c.storeAnswered(ctx)
-	if after.Equal(before) {
-		c.remember(pod, after)
-		return
-	}
-	c.storedLocked(before, after, machines.Decision{}, machines.Event{Trigger: machines.Answered, At: at}, nil)
 }
 
 // stamped ends pod's stamp in flight.
