@@ -323,10 +323,10 @@ func (c *Coordinator) Answered(ctx context.Context, pod string, readySince time.
 		// the first answer of a wake must not wait for.
 		defer c.stampAnswer(pod, now)
 	}
-	c.mu.Lock()
-	rec, ok := c.known[pod]
-	c.mu.Unlock()
-	if ok && rec.State == machines.Ready && rec.Served {
+	// Skipped only on a record that is the stored one (held): while
+	// another host's change may have gone unheard, the answer is an event
+	// decided on the record as stored.
+	if rec, ok := c.held(pod); ok && rec.State == machines.Ready && rec.Served {
 		return
 	}
 	c.event(ctx, pod, machines.Event{Trigger: machines.Answered, ReadySince: readySince})

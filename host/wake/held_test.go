@@ -2,6 +2,7 @@ package wake_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -84,4 +85,41 @@ func TestHeldRecordNeverWakesTwice(t *testing.T) {
 			t.Errorf("B's next ask read the record %d times, want 0", n)
 		}
 	})
+}
+
+// TestAnswerOnAHeldReadyRecord (#18): an answer on a pod held ready and
+// served changes nothing and reads nothing, while the held record is the
+// stored one; while another host's change may have gone unheard
+// (Config.Following false), the answer is decided on the record as stored,
+// which another host may have moved on.
+func TestAnswerOnAHeldReadyRecord(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		following bool
+		wantReads int
+	}{
+		{"following the other hosts", true, 0},
+		{"not following them", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				var unheard atomic.Bool // the listener is down
+				e := newSyncEnv(t, wake.Config{Following: func() bool { return !unheard.Load() }, WatchPoll: time.Hour})
+				e.c.Answered(context.Background(), "qwen", time.Time{})
+				synctest.Wait()
+				if rec, _ := e.recs.Record(context.Background(), "qwen"); rec.State != machines.Ready || !rec.Served {
+					t.Fatalf("after the first answer the record is %s (served %t), want ready and served", rec.State, rec.Served)
+				}
+				unheard.Store(!tc.following)
+				before := e.recs.readCount()
+				e.c.Answered(context.Background(), "qwen", time.Time{})
+				synctest.Wait()
+				if got := e.recs.readCount() - before; got != tc.wantReads {
+					t.Errorf("a second answer read the record %d times, want %d", got, tc.wantReads)
+				}
+			})
+		})
+	}
 }
