@@ -30,6 +30,43 @@ func TestDefaultRepliesPlain(t *testing.T) {
 	}
 }
 
+// TestDefaultRepliesWording pins the design's replies word for word
+// (docs/http-contract.md), rendered against the sample data. It is the one
+// test that does: every other test renders the replies it expects from
+// the defaults, so a change of wording is made here and in the docs alone.
+func TestDefaultRepliesWording(t *testing.T) {
+	t.Parallel()
+	want := map[ReplyKey]string{
+		ReplyWaking:           "Waking the GPU brain — that takes about 9 minutes. Ask me again in a few minutes.",
+		ReplyStillWaking:      "Still waking — 3 min elapsed, usually ready by ~9. Ask again shortly.",
+		ReplyStillWakingLate:  "Still waking — 3 min elapsed, taking longer than the usual 9 minutes. Ask again shortly.",
+		ReplyRewake:           "The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.",
+		ReplyLoading:          "The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.",
+		ReplyLoadingWaking:    "Still waking — 3 min elapsed; the GPU is up and the model is loading. Ask again shortly.",
+		ReplyStuck:            "The model server has been up for 21 minutes and still is not answering — it may be stuck. Someone needs to look at the pod.",
+		ReplyCrashed:          "The model server answered at 2026-09-10 14:05 UTC but has stopped answering — it may have crashed. Someone needs to look at the pod.",
+		ReplyUnreadable:       "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.",
+		ReplyReadyThenStopped: "The GPU woke and was ready at 2026-09-10 14:05 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes.",
+		ReplyNeverReady:       "The wake requested at 12:26 UTC did not complete — the GPU never became ready. Waking it again — about 9 minutes.",
+		ReplyRefused:          "The last wake request was refused by the conductor (HTTP 409). Waking it again — about 9 minutes.",
+		ReplyWakeFailed:       "The last wake request may not have reached the conductor. Trying again — about 9 minutes.",
+		ReplyResumeWaiting:    "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU.",
+		ReplyIdleStopped:      "The GPU was stopped after it idled, to save money. Waking it again — about 9 minutes.",
+	}
+	r := MustDefaultReplies()
+	got := make(map[ReplyKey]string, len(ReplyKeys))
+	for _, k := range ReplyKeys {
+		out, err := r.Render(k, SampleReplyData())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[k] = out
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the default replies (-want +got):\n%s", diff)
+	}
+}
+
 func TestParseRepliesErrors(t *testing.T) {
 	with := func(k ReplyKey, v string) map[ReplyKey]string {
 		m := DefaultReplies()

@@ -46,38 +46,96 @@ const (
 	inFlightLine = "wake requested for pod qwen: in flight (client timed out after 3 s; the conductor continues)"
 )
 
-// The design's replies, word for word (D1, D7, D9, D12, #712, #715).
-const (
-	replyWaking        = "Waking the GPU brain — that takes about 9 minutes. Ask me again in a few minutes."
-	replyRewake        = "The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes."
-	replyLoading       = "The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly."
-	replyUnreadable    = "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes."
-	replyWakeFailed    = "The last wake request may not have reached the conductor. Trying again — about 9 minutes."
-	replyResumeWaiting = "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU."
+// The replies the door must give, rendered from the default wording (the
+// host's own, machines.DefaultReplies) with the data the default policy
+// fills for pod qwen: the estimate is expected_wake while no wake has
+// completed, pod_idle_stop is quoted in minutes, the backend is the
+// conductor. Each pins its reply and the fields of its case (minutes, a
+// time, a status); the wording itself is machines' to pin
+// (TestDefaultRepliesWording), so a change of wording breaks no test here.
+// RemainingMinutes and EtaAt, which no default reply quotes, are left zero.
+var (
+	replyWaking        = render(machines.ReplyWaking, nil)
+	replyRewake        = render(machines.ReplyRewake, nil)
+	replyLoading       = render(machines.ReplyLoading, nil)
+	replyUnreadable    = render(machines.ReplyUnreadable, nil)
+	replyWakeFailed    = render(machines.ReplyWakeFailed, nil)
+	replyResumeWaiting = render(machines.ReplyResumeWaiting, nil)
 )
 
+// The default policy's minutes as the replies quote them: expected_wake
+// (9) and pod_idle_stop (15).
+var (
+	defaultEtaMinutes  = int(machines.DefaultTimings().ExpectedWake / time.Minute)
+	defaultIdleMinutes = int(machines.DefaultTimings().PodIdleStop / time.Minute)
+)
+
+// defaultReplies are the host's default replies.
+var defaultReplies = machines.MustDefaultReplies()
+
+// render is the default reply key with the default policy's data for pod
+// qwen, changed by set (nil: none). A reply that does not render is a bug
+// of the defaults, which machines' tests forbid: render panics.
+func render(key machines.ReplyKey, set func(*machines.ReplyData)) string {
+	d := machines.ReplyData{
+		Pod: "qwen", ExpectedMinutes: defaultEtaMinutes, EtaMinutes: defaultEtaMinutes,
+		IdleMinutes: defaultIdleMinutes, Backend: machines.DefaultBackend,
+	}
+	if set != nil {
+		set(&d)
+	}
+	text, err := defaultReplies.Render(key, d)
+	if err != nil {
+		panic(err)
+	}
+	return text
+}
+
+// replyStillWaking is the reply min whole minutes into a wake.
 func replyStillWaking(min int) string {
-	return fmt.Sprintf("Still waking — %d min elapsed, usually ready by ~9. Ask again shortly.", min)
+	return render(machines.ReplyStillWaking, func(d *machines.ReplyData) { d.ElapsedMinutes = min })
 }
 
+// replyStillWakingLate is the reply min whole minutes into a wake that has
+// outrun its measured estimate of eta minutes.
+func replyStillWakingLate(min, eta int) string {
+	return render(machines.ReplyStillWakingLate, func(d *machines.ReplyData) { d.ElapsedMinutes, d.EtaMinutes = min, eta })
+}
+
+// replyLoadingWaking is the reply min whole minutes into a wake whose pod
+// is up and whose model loads.
 func replyLoadingWaking(min int) string {
-	return fmt.Sprintf("Still waking — %d min elapsed; the GPU is up and the model is loading. Ask again shortly.", min)
+	return render(machines.ReplyLoadingWaking, func(d *machines.ReplyData) { d.ElapsedMinutes = min })
 }
 
+// replyStuck is the reply once the model has loaded for min whole minutes,
+// past the loading ceiling.
 func replyStuck(min int) string {
-	return fmt.Sprintf("The model server has been up for %d minutes and still is not answering — it may be stuck. Someone needs to look at the pod.", min)
+	return render(machines.ReplyStuck, func(d *machines.ReplyData) { d.LoadingMinutes = min })
 }
 
-func replyReadyThenStopped(at string) string {
-	return fmt.Sprintf("The GPU woke and was ready at %s, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes.", at)
+// replyReadyThenStopped is the reply after the boot that was ready at at
+// stopped; it wakes the pod again, expected in eta minutes.
+func replyReadyThenStopped(at string, eta int) string {
+	return render(machines.ReplyReadyThenStopped, func(d *machines.ReplyData) { d.ReadyAt, d.EtaMinutes = at, eta })
 }
 
+// replyNeverReady is the reply after the wake requested at at never became
+// ready; it wakes the pod again.
+func replyNeverReady(at string) string {
+	return render(machines.ReplyNeverReady, func(d *machines.ReplyData) { d.WakeRequestedAt = at })
+}
+
+// replyCrashed is the reply after the model that answered at at stopped
+// answering on a RUNNING pod.
 func replyCrashed(at string) string {
-	return fmt.Sprintf("The model server answered at %s but has stopped answering — it may have crashed. Someone needs to look at the pod.", at)
+	return render(machines.ReplyCrashed, func(d *machines.ReplyData) { d.ReadyAt = at })
 }
 
+// replyRefused is the reply after the conductor refused the start with
+// status; it wakes the pod again.
 func replyRefused(status int) string {
-	return fmt.Sprintf("The last wake request was refused by the conductor (HTTP %d). Waking it again — about 9 minutes.", status)
+	return render(machines.ReplyRefused, func(d *machines.ReplyData) { d.Status = status })
 }
 
 // harness is a chat.Server built from the real store, fake clock, policy,

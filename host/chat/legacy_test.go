@@ -90,9 +90,6 @@ func TestLegacyWakeSequence(t *testing.T) {
 // the reply names that wake (D12).
 func TestLegacyWakeAgainBeyondTheWindow(t *testing.T) {
 	t.Parallel()
-	neverReady := func(at string) string {
-		return "The wake requested at " + at + " did not complete — the GPU never became ready. Waking it again — about 9 minutes."
-	}
 	tests := []struct {
 		name      string
 		gap       time.Duration
@@ -102,9 +99,9 @@ func TestLegacyWakeAgainBeyondTheWindow(t *testing.T) {
 		{"15 min + 1 ms", 15*time.Minute + time.Millisecond, "", replyRewake},
 		{"22 min", 22 * time.Minute, "", replyRewake},
 		{"647 min", 647 * time.Minute, "wake never-ready for pod qwen: not ready 647 min after the request at 12:26 UTC",
-			neverReady("12:26 UTC")},
+			replyNeverReady("12:26 UTC")},
 		{"2796 min", 2796 * time.Minute, "wake never-ready for pod qwen: not ready 2796 min after the request at 2026-09-09 12:26 UTC",
-			neverReady("2026-09-09 12:26 UTC")},
+			replyNeverReady("2026-09-09 12:26 UTC")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -304,8 +301,7 @@ func TestLegacyReadyThenStopped(t *testing.T) {
 	h.gpu.set(asleepPod())
 	h.provA.set(fail(pluginapi.CompletionError{Status: 404, Message: "404 Not Found"}))
 	h.clock.Advance(30 * time.Minute)
-	want := "The GPU woke and was ready at 12:34 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes."
-	if diff := cmp.Diff(chatReply{Reply: want, SessionID: "s1"}, h.api.ask("s1", "still there?")); diff != "" {
+	if diff := cmp.Diff(chatReply{Reply: replyReadyThenStopped("12:34 UTC", defaultEtaMinutes), SessionID: "s1"}, h.api.ask("s1", "still there?")); diff != "" {
 		t.Errorf("ask after the idle stop (-want +got):\n%s", diff)
 	}
 	h.waitStart(t)

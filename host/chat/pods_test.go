@@ -272,7 +272,7 @@ func TestPodReportAgrees(t *testing.T) {
 				// The view kept when the wake was ready: the next ask says so,
 				// and wakes the pod again, once.
 				h.provA.set(fail(pluginapi.CompletionError{Status: 404, Message: "404 Not Found"}))
-				if diff := cmp.Diff(chatReply{Reply: replyReadyThenStopped("12:34 UTC"), SessionID: "s1"},
+				if diff := cmp.Diff(chatReply{Reply: replyReadyThenStopped("12:34 UTC", defaultEtaMinutes), SessionID: "s1"},
 					h.api.on(t).ask("s1", "still there?")); diff != "" {
 					t.Errorf("ask after the stop (-want +got):\n%s", diff)
 				}
@@ -508,7 +508,7 @@ func TestPodReportEstimate(t *testing.T) {
 	h.clock.Advance(time.Hour)
 	woke := h.clock.Now()
 	got := h.api.on(t).turn(waitReq("s1"))
-	if want := "The GPU woke and was ready at 12:30 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 4 minutes."; got.Reply != want {
+	if want := replyReadyThenStopped("12:30 UTC", 4); got.Reply != want {
 		t.Errorf("wait turn: %q, want %q", got.Reply, want)
 	}
 	h.waitStart(t)
@@ -521,7 +521,7 @@ func TestPodReportEstimate(t *testing.T) {
 	h.advance(t, 210*time.Second)
 	eta("past the estimate", "waking", float64(240), float64(1), rfc3339(woke.Add(4*time.Minute)), float64(0))
 	res := h.api.turn(resumeReq("s1", got.PendingWake.Key))
-	if want := "Still waking — 6 min elapsed, taking longer than the usual 4 minutes. Ask again shortly."; res.Reply != want {
+	if want := replyStillWakingLate(6, 4); res.Reply != want {
 		t.Errorf("resume past the estimate: %q, want %q", res.Reply, want)
 	}
 }

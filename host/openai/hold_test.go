@@ -225,7 +225,7 @@ func TestHoldMaxAnswersAsReplyMode(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := holdDoor(t, 0)
 		still := machines.Decision{Action: machines.ActionWait, Reply: machines.ReplyStillWaking, From: machines.Waking, To: machines.Waking,
-			Text: "Still waking — 2 min elapsed, usually ready by ~9. Ask again shortly."}
+			Text: stillWaking(2)}
 		d.coord.decisions = []machines.Decision{waking, still}
 		w := serveAsync(d.Handler(), context.Background(), `{"model":"qwen","messages":[{"role":"user","content":"hi"}]}`)()
 
@@ -248,9 +248,9 @@ func TestHoldMaxAnswersAsReplyMode(t *testing.T) {
 // decision that is one never holds.
 func TestHoldEndsOnAStateThatWillNotBecomeReady(t *testing.T) {
 	stuck := machines.Decision{Action: machines.ActionWait, Reply: machines.ReplyStuck, Stuck: true, From: machines.Loading, To: machines.Stuck,
-		Text: "The model server has been up for 25 minutes and still is not answering — it may be stuck. Someone needs to look at the pod."}
+		Text: render(machines.ReplyStuck, func(d *machines.ReplyData) { d.LoadingMinutes = 25 })}
 	unreadable := machines.Decision{Action: machines.ActionWait, Reply: machines.ReplyUnreadable, From: machines.Waking, To: machines.Waking,
-		Text: "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes."}
+		Text: render(machines.ReplyUnreadable, nil)}
 	tests := []struct {
 		name    string
 		state   engine.State
@@ -340,7 +340,7 @@ func TestHoldStopRace(t *testing.T) {
 				d.change(machines.Record{State: machines.Stopped}, machines.PodDown, "EXITED", machines.LookupFound)
 			}
 			rewake := machines.Decision{Action: machines.ActionWake, Reply: machines.ReplyReadyThenStopped, From: machines.Stopped, To: machines.Waking,
-				Text: "The GPU woke and was ready at 00:00 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes."}
+				Text: render(machines.ReplyReadyThenStopped, func(d *machines.ReplyData) { d.ReadyAt = "00:00 UTC" })}
 			d.coord.decisions = []machines.Decision{waking, rewake}
 			wait := serveAsync(d.Handler(), context.Background(), streamBody)
 			synctest.Wait()
@@ -362,7 +362,7 @@ func TestHoldEndsAtShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := holdDoor(t, 0)
 		still := machines.Decision{Action: machines.ActionWait, Reply: machines.ReplyStillWaking, From: machines.Waking, To: machines.Waking,
-			Text: "Still waking — 1 min elapsed, usually ready by ~9. Ask again shortly."}
+			Text: stillWaking(1)}
 		d.coord.decisions = []machines.Decision{waking, still}
 		wait := serveAsync(d.Handler(), context.Background(), streamBody)
 		time.Sleep(time.Minute)

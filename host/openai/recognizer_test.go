@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,11 +46,18 @@ func TestRecognizerKnowsEveryReply(t *testing.T) {
 	if !rec.Is(machines.FallbackReply) {
 		t.Errorf("the fallback reply %q is not recognised", machines.FallbackReply)
 	}
+	// A reply with more after it or before it, and one whose minutes are
+	// not a number.
+	still := stillWaking(37)
+	inWords := strings.Replace(still, "37", "thirty-seven", 1)
+	if inWords == still {
+		t.Fatalf("the still-waking reply %q does not quote its minutes", still)
+	}
 	for _, text := range []string{
 		"",
-		"Still waking — 3 min elapsed, usually ready by ~9. Ask again shortly. And here is your answer: 4.",
-		"The answer is: Waking the GPU brain — that takes about 9 minutes. Ask me again in a few minutes.",
-		"Still waking — three min elapsed, usually ready by ~9. Ask again shortly.",
+		still + " And here is your answer: 4.",
+		"The answer is: " + waking.Text,
+		inWords,
 		"echo: hello",
 	} {
 		if rec.Is(text) {
@@ -89,7 +97,7 @@ func TestRecognizerCustomReplies(t *testing.T) {
 // that alternated still alternates. Nothing else changes, byte for byte.
 func TestRepliesTakenOutOfTheMessages(t *testing.T) {
 	waking := waking.Text
-	still := "Still waking — 3 min elapsed, usually ready by ~9. Ask again shortly."
+	still := stillWaking(3)
 	tests := []struct {
 		name string
 		msgs string // the client's messages
