@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/chat"
 	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
+	"github.com/wakeonchat/wakeonchat/host/internal/pipenet"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/host/turn"
@@ -157,24 +159,43 @@ type harness struct {
 	tokens   atomic.Int64
 	api      *api           // the server whose chain is ["a"]
 	servers  []*chat.Server // every server, for Wait
+	// listen serves a handler until the test ends: on a loopback socket
+	// (listenTCP), or in memory for a harness in a synctest bubble
+	// (listenPipe).
+	listen func(t *testing.T, handler http.Handler) *api
 }
 
 // TestMain checks, once every test has run, that none left a goroutine
 // behind: the tests run in parallel, so a check per test would see the
-// others'. The sequential property test checks after each sequence too.
+// others'. A test in a synctest bubble (each property sequence) also
+// fails on its own when it leaves one: synctest.Test waits for them.
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// newHarness builds the parts with the pod asleep and serves chain ["a"].
-// At the end of the test it closes the servers, the coordinator and the
-// store, and checks that no URL was logged.
+// newHarness builds the parts with the pod asleep and serves chain ["a"]
+// on loopback sockets. At the end of the test it closes the servers, the
+// coordinator and the store, and checks that no URL was logged.
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessOn(t, listenTCP)
+}
+
+// newBubbleHarness is newHarness for a test inside a synctest bubble: its
+// servers listen in memory, so synctest.Wait sees their connections
+// blocked; build it inside the bubble.
+func newBubbleHarness(t *testing.T) *harness {
+	t.Helper()
+	return newHarnessOn(t, listenPipe)
+}
+
+func newHarnessOn(t *testing.T, listen func(*testing.T, http.Handler) *api) *harness {
+	t.Helper()
 	h := &harness{
-		clock: fakeclock.New(t0),
-		gpu:   newFakeGPU(asleepPod()),
-		provA: &fakeProvider{},
-		provB: &fakeProvider{},
-		logs:  newLogSink(),
+		listen: listen,
+		clock:  fakeclock.New(t0),
+		gpu:    newFakeGPU(asleepPod()),
+		provA:  &fakeProvider{},
+		provB:  &fakeProvider{},
+		logs:   newLogSink(),
 	}
 	t.Cleanup(func() {
 		if text := h.logs.String(); strings.Contains(text, "://") || strings.Contains(text, "runpod") {
@@ -246,9 +267,30 @@ func (h *harness) serve(t *testing.T, chain []string, mod func(*chat.Config)) *a
 	}
 	cs := chat.New(cfg)
 	h.servers = append(h.servers, cs)
-	srv := httptest.NewServer(cs.Handler())
+	return h.listen(t, cs.Handler())
+}
+
+// listenTCP serves handler on a loopback socket until the test ends.
+func listenTCP(t *testing.T, handler http.Handler) *api {
+	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
 	return &api{t: t, url: srv.URL, client: srv.Client()}
+}
+
+// listenPipe serves handler on in-memory connections (pipenet) until the
+// test ends; its client dials them.
+func listenPipe(t *testing.T, handler http.Handler) *api {
+	l := pipenet.New()
+	srv := &http.Server{Handler: handler}
+	go func() { _ = srv.Serve(l) }()
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(context.Context, string, string) (net.Conn, error) { return l.Dial(), nil },
+	}}
+	t.Cleanup(func() {
+		_ = srv.Close()
+		client.CloseIdleConnections()
+	})
+	return &api{t: t, url: "http://chat.test", client: client}
 }
 
 // closeCoordinator stops the watches and waits for the background starts.

@@ -11,15 +11,13 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
@@ -59,10 +57,11 @@ import (
 // scrub before the host sees them; these fakes stand after it, so they put
 // the secrets only where the host itself must keep them out.)
 //
-// After every step the host is let settle (every wake's start has been sent
-// and its result handled, and every coordinator goroutine is a wake watch
-// parked on its timer), every
-// session the step used takes one more turn, and these must hold:
+// Each sequence runs in a synctest bubble, with its servers in memory.
+// After every step the host is let settle (synctest.Wait: every goroutine
+// of the host is blocked, so every wake's start has been sent and its
+// result handled, and every wake watch waits on its timer), every session
+// the step used takes one more turn, and these must hold:
 //
 //   - every response is JSON; a 200 is {reply, sessionId[, pendingWake]} with
 //     a non-empty plain-text reply (machines.CheckPlain) carrying no error
@@ -88,14 +87,19 @@ import (
 //   - the host logs no internal fault (a panic, a reply that did not render,
 //     a record that could not be read or written).
 //
-// The harness checks for leaked goroutines at the end of every sequence.
-// Every failure names the seed and the step, with the steps that led there;
-// replay one sequence with -run 'TestHostProperties/seed=N$'.
+// A sequence that leaves a goroutine behind fails: synctest.Test waits for
+// every goroutine of its bubble to end. Every failure names the seed and
+// the step, with the steps that led there; replay one sequence with -run
+// 'TestHostProperties/seed=N$'.
 func TestHostProperties(t *testing.T) {
+	t.Parallel()
 	const sequences, steps = 30, 40
 	for seed := uint64(1); seed <= sequences; seed++ {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			newPropRun(t, seed).run(steps)
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				newPropRun(t, seed).run(steps)
+			})
 		})
 	}
 }
@@ -412,12 +416,10 @@ type propRun struct {
 }
 
 // newPropRun builds the harness with a coordinator over propRecords and
-// the fake conductor's start answering the scripted outcome.
+// the fake conductor's start answering the scripted outcome. Call it
+// inside the sequence's synctest bubble.
 func newPropRun(t *testing.T, seed uint64) *propRun {
-	// The property test runs alone (it reads every goroutine's stack), so
-	// a sequence checks for its own leaks. Registered first, runs last.
-	t.Cleanup(func() { goleak.VerifyNone(t) })
-	h := newHarness(t)
+	h := newBubbleHarness(t)
 	p := &propRun{t: t, h: h, seed: seed, r: rand.New(rand.NewPCG(seed, seed*7919)), markers: map[string]string{}, stats: map[string]int{}}
 	// The harness's own coordinator has done nothing yet; this one is the
 	// same, over the same store, with its writes recorded. The harness's
@@ -853,74 +855,22 @@ func (p *propRun) podReport() {
 	}
 }
 
-// settle waits until the host is quiet: every wake decision has sent its
-// start and handled its result, and the coordinator's every goroutine is a
-// wake watch parked on its clock timer (a watch that ends once its wake has
-// an outcome may do so silently, at its next timer, so the log cannot say
-// how many watches live). It reads the log as it goes.
+// settle waits until the host is quiet (synctest.Wait: every goroutine of
+// the bubble but the test's is blocked), reads the log, and checks that
+// every wake decision has sent its start and had its result logged: a
+// start still to be sent or answered once the host is quiet is stuck.
 func (p *propRun) settle(after string) {
-	deadline := time.Now().Add(waitLimit)
-	for {
-		// In this order: a watch arms after its start's line is logged, and a
-		// start is sent after its decision's line.
-		waiters := p.h.clock.Waiters()
-		parked, busy := coordinatorGoroutines()
-		starts := p.h.gpu.startCount()
-		p.readLog()
-		if starts > p.wakeDecisions {
-			p.violate("%d start requests for %d wake decisions", starts, p.wakeDecisions)
-			p.flush()
-		}
-		if starts == p.wakeDecisions && p.results == starts && busy == 0 && waiters == parked {
-			for len(p.h.gpu.started) > 0 {
-				<-p.h.gpu.started
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			p.violate("the host did not settle within %v after %s: %d wake decisions, %d start requests, %d start results logged, "+
-				"%d watch timers armed, %d watches parked on one, %d coordinator goroutines at work",
-				waitLimit, after, p.wakeDecisions, starts, p.results, waiters, parked, busy)
-			p.flush()
-		}
-		time.Sleep(200 * time.Microsecond)
+	synctest.Wait()
+	starts := p.h.gpu.startCount()
+	p.readLog()
+	if starts != p.wakeDecisions || p.results != starts {
+		p.violate("the host is quiet after %s with %d wake decisions, %d start requests and %d start results logged",
+			after, p.wakeDecisions, starts, p.results)
+		p.flush()
 	}
-}
-
-// coordinatorGoroutines counts the goroutines running the wake
-// coordinator's code: parked, the wake watches blocked in their select on
-// the clock; busy, every other (a start, a watch reading the pod or writing
-// its outcome, an event being applied).
-func coordinatorGoroutines() (parked, busy int) {
-	const pkg = "github.com/wakeonchat/wakeonchat/host/wake."
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
+	for len(p.h.gpu.started) > 0 {
+		<-p.h.gpu.started
 	}
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if !strings.Contains(g, pkg) {
-			continue
-		}
-		header, frames, _ := strings.Cut(g, "\n")
-		top := ""
-		for _, line := range strings.Split(frames, "\n") {
-			if !strings.HasPrefix(line, "\t") && !strings.HasPrefix(line, "runtime.") {
-				top = line
-				break
-			}
-		}
-		if strings.Contains(header, "[select") && strings.HasPrefix(top, pkg+"(*Coordinator).watch(") {
-			parked++
-		} else {
-			busy++
-		}
-	}
-	return parked, busy
 }
 
 // readLog reads the log lines written since the last call: it checks them
