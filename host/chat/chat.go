@@ -125,14 +125,39 @@ func (s *Server) run(ctx context.Context, req request, hold func(context.Context
 	switch req.WakeMode {
 	case ModeWait:
 		provider := s.cfg.Agent.First()
-		return turn.Wait(ctx, s.cfg.Service, req.SessionID, provider, s.pinned(req, provider))
+		return s.turns.Wait(ctx, req.SessionID, provider, s.pinned(req, provider))
 	case ModeResume:
-		return turn.Resume(ctx, s.cfg.Service, req.SessionID, req.PendingWake, s.cfg.Agent.Has,
+		return s.turns.Resume(ctx, req.SessionID, req.PendingWake, s.cfg.Agent.Has,
 			func(provider string) turn.Call[agent.Result] { return s.pinned(req, provider) })
 	}
-	return turn.Run(ctx, s.cfg.Service, turn.Ask{Send: resolve.Retry}, func(ctx context.Context, _ resolve.Send) (agent.Result, error) {
+	return s.turns.Run(ctx, turn.Ask{Send: resolve.Retry}, func(ctx context.Context, _ resolve.Send) (agent.Result, error) {
 		return s.cfg.Agent.ProcessHeld(ctx, req.SessionID, req.Message, hold)
 	})
+}
+
+// turns is what the door asks of the turn service (host/turn) for a chat
+// turn: turn.Run, Wait and Resume on Config.Service (serviceTurns). It is
+// an interface only so that the door's tests can put a recording fake in
+// its place (export_test.go) and test the codec alone.
+type turns interface {
+	Run(ctx context.Context, ask turn.Ask, call turn.Call[agent.Result]) (turn.Outcome[agent.Result], error)
+	Wait(ctx context.Context, session, provider string, call turn.Call[agent.Result]) (turn.Outcome[agent.Result], error)
+	Resume(ctx context.Context, session, key string, has func(provider string) bool, call turn.Pinned[agent.Result]) (turn.Outcome[agent.Result], error)
+}
+
+// serviceTurns runs a chat turn on a turn.Service.
+type serviceTurns struct{ s *turn.Service }
+
+func (t serviceTurns) Run(ctx context.Context, ask turn.Ask, call turn.Call[agent.Result]) (turn.Outcome[agent.Result], error) {
+	return turn.Run(ctx, t.s, ask, call)
+}
+
+func (t serviceTurns) Wait(ctx context.Context, session, provider string, call turn.Call[agent.Result]) (turn.Outcome[agent.Result], error) {
+	return turn.Wait(ctx, t.s, session, provider, call)
+}
+
+func (t serviceTurns) Resume(ctx context.Context, session, key string, has func(string) bool, call turn.Pinned[agent.Result]) (turn.Outcome[agent.Result], error) {
+	return turn.Resume(ctx, t.s, session, key, has, call)
 }
 
 // pinned is the turn's model call on provider alone.

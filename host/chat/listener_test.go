@@ -18,7 +18,7 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/chat"
 )
 
-// rawServer serves cs's handler from a real http.Server on loopback,
+// rawServer serves h from a real http.Server on loopback,
 // through chat.Listener, as the host does; it returns the address.
 func rawServer(t *testing.T, h http.Handler, maxHeaderBytes int, readHeaderTimeout time.Duration) string {
 	t.Helper()
@@ -99,9 +99,9 @@ func sendRaw(t *testing.T, addr, raw string, answers int) []rawAnswer {
 // what was wrong, with net/http's status, and closes the connection.
 func TestNetHTTPErrorsAreJSON(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	d := newDoor(t, nil)
 	const maxHeader = 1 << 10
-	addr := rawServer(t, h.servers[0].Handler(), maxHeader, 5*time.Second)
+	addr := rawServer(t, d.handler, maxHeader, 5*time.Second)
 
 	badRequest := `{"error":"malformed HTTP request: the request line or a header is invalid"}` + "\n"
 	tests := []struct {
@@ -147,8 +147,8 @@ func TestNetHTTPErrorsAreJSON(t *testing.T) {
 			}
 		})
 	}
-	if n := h.provA.calls() + h.gpu.getCount(); n != 0 {
-		t.Errorf("refused requests reached the plugins %d times", n)
+	if calls, n := d.turns.made(), d.model.calls.Load(); calls != nil || n != 0 {
+		t.Errorf("refused requests reached the turn service (%q) and the model (%d calls)", calls, n)
 	}
 }
 
@@ -157,9 +157,8 @@ func TestNetHTTPErrorsAreJSON(t *testing.T) {
 // they are split into writes.
 func TestListenerPassesAnswersThrough(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.gpu.set(readyPod(rfc3339(t0)))
-	addr := rawServer(t, h.servers[0].Handler(), 0, 5*time.Second)
+	d := newDoor(t, nil)
+	addr := rawServer(t, d.handler, 0, 5*time.Second)
 
 	large := strings.Repeat("HTTP/1.1 400 Bad Request\r\n", 2000) // the model's answer echoes it
 	body := `{"message":` + jsonString(large) + `,"sessionId":"s1"}`
@@ -185,8 +184,7 @@ func TestListenerPassesAnswersThrough(t *testing.T) {
 // no answer at all; net/http closes the connection.
 func TestHeaderTimeoutClosesSilently(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	addr := rawServer(t, h.servers[0].Handler(), 0, 100*time.Millisecond)
+	addr := rawServer(t, newDoor(t, nil).handler, 0, 100*time.Millisecond)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package chat_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -11,19 +12,19 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/chat"
+	"github.com/wakeonchat/wakeonchat/host/turn"
 )
 
 // testMaxBody is the body limit of the validation tests.
 const testMaxBody = 512
 
-// TestChatRequestRejected sends every malformed request to a server whose pod
-// is ready and whose model would answer: each gets its exact 4xx and body,
-// and none reaches the conductor, the model or the store.
+// TestChatRequestRejected sends every malformed request to a door whose
+// model would answer: each gets its exact 4xx and body, and none reaches
+// the turn service, the model or the history. A well-formed resume is
+// handed to the turn service with its key, whichever form it has, and its
+// refusal is the 409 naming it.
 func TestChatRequestRejected(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.gpu.set(readyPod(rfc3339(t0)))
-	srv := h.serve(t, []string{"a"}, func(c *chat.Config) { c.MaxBody = testMaxBody })
 
 	const jsonCT = "application/json"
 	tests := []struct {
@@ -157,7 +158,12 @@ func TestChatRequestRejected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := srv.on(t).do(tt.method, "/api/chat", tt.contentType, tt.body)
+			t.Parallel()
+			d := newDoor(t, func(c *chat.Config) { c.MaxBody = testMaxBody })
+			d.turns.resume = func(context.Context, string, string, func(string) bool, turn.Pinned[agent.Result]) (turn.Outcome[agent.Result], error) {
+				return turn.Outcome[agent.Result]{}, turn.ErrNoPending
+			}
+			res := d.do(t, tt.method, "/api/chat", tt.contentType, tt.body)
 			if res.Status != tt.wantStatus {
 				t.Errorf("status %d, want %d", res.Status, tt.wantStatus)
 			}
@@ -170,29 +176,29 @@ func TestChatRequestRejected(t *testing.T) {
 			if got := res.Header.Get("Content-Type"); got != "application/json" {
 				t.Errorf("Content-Type %q, want application/json", got)
 			}
-			if got := h.provA.calls(); got != 0 {
-				t.Errorf("a rejected request ran the model: %d provider call(s)", got)
+			var wantCalls []string
+			if tt.wantStatus == http.StatusConflict {
+				wantCalls = []string{"Resume session=s1 key=k1"}
 			}
-			if got := h.gpu.getCount(); got != 0 {
-				t.Errorf("a rejected request asked the conductor: %d GetPod call(s)", got)
+			if diff := cmp.Diff(wantCalls, d.turns.made()); diff != "" {
+				t.Errorf("turn service calls (-want +got):\n%s", diff)
+			}
+			if got := d.model.calls.Load(); got != 0 {
+				t.Errorf("a rejected request ran the model: %d call(s)", got)
+			}
+			if got := d.history.turnsStored(); got != nil {
+				t.Errorf("a rejected request stored %q", got)
 			}
 		})
 	}
-	if got := h.history(t, "s1"); got != nil {
-		t.Errorf("history of s1 = %v, want none", got)
-	}
-	if got := h.startsInTheEnd(t); got != 0 {
-		t.Errorf("StartPod called %d times, want 0", got)
-	}
 }
 
-// TestChatRequestAccepted covers the edges that are valid: each request runs
-// exactly one completion and answers 200.
+// TestChatRequestAccepted covers the edges that are valid: each request is
+// one turn of the turn service that runs exactly one completion, and
+// answers 200 with the session's id, the client's or a new one.
 func TestChatRequestAccepted(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.gpu.set(readyPod(rfc3339(t0)))
-	srv := h.serve(t, []string{"a"}, func(c *chat.Config) { c.MaxBody = testMaxBody })
+	d := newDoor(t, func(c *chat.Config) { c.MaxBody = testMaxBody })
 
 	exactly := `{"message":"` + strings.Repeat("x", testMaxBody-len(`{"message":""}`)) + `"}`
 	if len(exactly) != testMaxBody {
@@ -218,57 +224,61 @@ func TestChatRequestAccepted(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := srv.on(t).do(http.MethodPost, "/api/chat", tt.contentType, tt.body)
+			res := d.do(t, http.MethodPost, "/api/chat", tt.contentType, tt.body)
 			if res.Status != http.StatusOK {
 				t.Fatalf("status %d, body %s; want 200", res.Status, res.Body)
 			}
 			if !strings.Contains(res.Body, `"sessionId":"`+tt.wantSession+`"`) {
 				t.Errorf("body %s, want sessionId %q", res.Body, tt.wantSession)
 			}
-			if got, want := h.provA.calls(), i+1; got != want {
-				t.Errorf("provider calls %d, want %d", got, want)
+			if got, want := int(d.model.calls.Load()), i+1; got != want {
+				t.Errorf("model calls %d, want %d", got, want)
+			}
+			if got, want := len(d.turns.made()), i+1; got != want {
+				t.Errorf("%d turns of the turn service, want %d: %q", got, want, d.turns.made())
 			}
 		})
 	}
 }
 
-// TestRoutes covers everything that is not a turn.
+// TestRoutes covers everything that is not a turn: none reaches the turn
+// service or the model.
 func TestRoutes(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	notReady := h.serve(t, []string{"a"}, func(c *chat.Config) {
+	plain := newDoor(t, nil)
+	notReady := newDoor(t, func(c *chat.Config) {
 		c.Ready = func() error { return errors.New("conductor plugin not running") }
 	})
-	ready := h.serve(t, []string{"a"}, func(c *chat.Config) { c.Ready = func() error { return nil } })
+	ready := newDoor(t, func(c *chat.Config) { c.Ready = func() error { return nil } })
 
 	tests := []struct {
 		name       string
-		srv        *api
+		srv        *door
 		method     string
 		path       string
 		wantStatus int
 		wantBody   string
 		wantAllow  string
 	}{
-		{"unknown route", h.api, http.MethodGet, "/api/nope", 404, `{"error":"no such endpoint: GET /api/nope; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
+		{"unknown route", plain, http.MethodGet, "/api/nope", 404, `{"error":"no such endpoint: GET /api/nope; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
 		// Not ServeMux's HTML redirect to the clean path: JSON like every answer.
-		{"unclean path", h.api, http.MethodPost, "/api//chat", 404, `{"error":"no such endpoint: POST /api//chat; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
-		{"dot segments", h.api, http.MethodGet, "/api/pods/../healthz", 404, `{"error":"no such endpoint: GET /api/pods/../healthz; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
-		{"root", h.api, http.MethodGet, "/", 404, `{"error":"no such endpoint: GET /; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
+		{"unclean path", plain, http.MethodPost, "/api//chat", 404, `{"error":"no such endpoint: POST /api//chat; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
+		{"dot segments", plain, http.MethodGet, "/api/pods/../healthz", 404, `{"error":"no such endpoint: GET /api/pods/../healthz; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
+		{"root", plain, http.MethodGet, "/", 404, `{"error":"no such endpoint: GET /; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
 		// The host never offers a start: waking is the policy's alone.
-		{"no start route", h.api, http.MethodPost, "/api/pods/qwen/start", 404,
+		{"no start route", plain, http.MethodPost, "/api/pods/qwen/start", 404,
 			`{"error":"no such endpoint: POST /api/pods/qwen/start; the API is POST /api/chat, GET /api/pods/{name}, GET /api/pods/{name}/events, GET /healthz and GET /readyz"}` + "\n", ""},
-		{"healthz", h.api, http.MethodGet, "/healthz", 200, `{"status":"ok"}` + "\n", ""},
-		{"healthz POST", h.api, http.MethodPost, "/healthz", 405, `{"error":"method POST not allowed; use GET"}` + "\n", "GET"},
-		{"readyz without a check", h.api, http.MethodGet, "/readyz", 200, `{"status":"ready"}` + "\n", ""},
+		{"healthz", plain, http.MethodGet, "/healthz", 200, `{"status":"ok"}` + "\n", ""},
+		{"healthz POST", plain, http.MethodPost, "/healthz", 405, `{"error":"method POST not allowed; use GET"}` + "\n", "GET"},
+		{"readyz without a check", plain, http.MethodGet, "/readyz", 200, `{"status":"ready"}` + "\n", ""},
 		{"readyz ready", ready, http.MethodGet, "/readyz", 200, `{"status":"ready"}` + "\n", ""},
 		{"readyz not ready", notReady, http.MethodGet, "/readyz", 503,
 			`{"reason":"conductor plugin not running","status":"not ready"}` + "\n", ""},
-		{"readyz DELETE", h.api, http.MethodDelete, "/readyz", 405, `{"error":"method DELETE not allowed; use GET"}` + "\n", "GET"},
+		{"readyz DELETE", plain, http.MethodDelete, "/readyz", 405, `{"error":"method DELETE not allowed; use GET"}` + "\n", "GET"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := tt.srv.on(t).do(tt.method, tt.path, "", "")
+			res := tt.srv.do(t, tt.method, tt.path, "", "")
 			if res.Status != tt.wantStatus {
 				t.Errorf("status %d, want %d", res.Status, tt.wantStatus)
 			}
@@ -283,8 +293,10 @@ func TestRoutes(t *testing.T) {
 			}
 		})
 	}
-	if got := h.provA.calls() + h.gpu.getCount() + h.startsInTheEnd(t); got != 0 {
-		t.Errorf("routes reached the plugins %d times, want 0", got)
+	for _, d := range []*door{plain, notReady, ready} {
+		if calls, n := d.turns.made(), d.model.calls.Load(); calls != nil || n != 0 {
+			t.Errorf("routes reached the turn service (%q) and the model (%d calls)", calls, n)
+		}
 	}
 }
 
@@ -293,7 +305,7 @@ func TestRoutes(t *testing.T) {
 // or the body.
 func TestResponsesCarryNoURL(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
+	d := newDoor(t, nil)
 	tests := []struct {
 		name        string
 		method      string
@@ -308,7 +320,7 @@ func TestResponsesCarryNoURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := h.api.on(t).do(tt.method, tt.path, tt.contentType, tt.body)
+			res := d.do(t, tt.method, tt.path, tt.contentType, tt.body)
 			if res.Status != tt.wantStatus {
 				t.Errorf("status %d, want %d", res.Status, tt.wantStatus)
 			}
@@ -320,7 +332,7 @@ func TestResponsesCarryNoURL(t *testing.T) {
 			}
 		})
 	}
-	if got := h.provA.calls(); got != 0 {
+	if got := d.model.calls.Load(); got != 0 {
 		t.Errorf("%d completions, want 0", got)
 	}
 }
@@ -332,15 +344,14 @@ func TestResponsesCarryNoURL(t *testing.T) {
 // would not keep it under the plugin boundary.
 func TestMessageOverTheRequestLimit(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
-	h.gpu.set(readyPod(rfc3339(t0)))
+	model := &fakeModel{complete: echo}
 	const requestBytes = 32 << 10
 	ag := agent.New(agent.Config{
-		Chain: []agent.Provider{{Name: "a", Model: h.models["a"]}}, History: h.store,
+		Chain: []agent.Provider{{Name: "a", Model: model}}, History: &memHistory{},
 		SystemPrompt: systemPrompt, HistoryMessages: 20, HistoryBytes: 256 << 10, RequestBytes: requestBytes,
 	})
 	limit := ag.MaxMessageBytes()
-	srv := h.serve(t, []string{"a"}, func(c *chat.Config) { c.Agent = ag; c.MaxBody = int64(limit) })
+	d := newDoor(t, func(c *chat.Config) { c.Agent = ag; c.MaxBody = int64(limit) })
 
 	invalid := `{"message":"` + strings.Repeat("\xff", limit/3+1) + `"}`
 	tests := []struct {
@@ -359,8 +370,8 @@ func TestMessageOverTheRequestLimit(t *testing.T) {
 			if len(tt.body) > limit {
 				t.Fatalf("the body is %d bytes, over the body limit %d", len(tt.body), limit)
 			}
-			before := h.provA.calls()
-			res := srv.on(t).do(http.MethodPost, "/api/chat", "application/json", tt.body)
+			before, turns := model.calls.Load(), len(d.turns.made())
+			res := d.do(t, http.MethodPost, "/api/chat", "application/json", tt.body)
 			if res.Status != tt.wantStatus {
 				t.Errorf("status %d, want %d; body %.200s", res.Status, tt.wantStatus, res.Body)
 			}
@@ -373,8 +384,11 @@ func TestMessageOverTheRequestLimit(t *testing.T) {
 			if tt.wantStatus == 200 {
 				wantCalls = 1
 			}
-			if got := h.provA.calls() - before; got != wantCalls {
-				t.Errorf("%d provider call(s), want %d", got, wantCalls)
+			if got := int(model.calls.Load() - before); got != wantCalls {
+				t.Errorf("%d model call(s), want %d", got, wantCalls)
+			}
+			if got := len(d.turns.made()) - turns; got != wantCalls {
+				t.Errorf("%d turn(s) of the turn service, want %d", got, wantCalls)
 			}
 		})
 	}

@@ -57,6 +57,7 @@ type Config struct {
 // Server serves wake-on-chat's HTTP API.
 type Server struct {
 	cfg        Config
+	turns      turns   // Config.Service's turns
 	slots      slots   // the single in-flight turn per session
 	streams    streams // the open event streams, under their cap
 	maxMessage int     // the longest message a completion request can carry
@@ -82,7 +83,7 @@ func New(cfg Config) *Server {
 	if cfg.MaxEventStreams <= 0 {
 		cfg.MaxEventStreams = DefaultMaxEventStreams
 	}
-	s := &Server{cfg: cfg, maxMessage: math.MaxInt}
+	s := &Server{cfg: cfg, turns: serviceTurns{cfg.Service}, maxMessage: math.MaxInt}
 	s.streams.limit = int64(cfg.MaxEventStreams)
 	if cfg.Agent != nil {
 		s.maxMessage = cfg.Agent.MaxMessageBytes()
