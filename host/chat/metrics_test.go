@@ -8,8 +8,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/chat"
 	"github.com/wakeonchat/wakeonchat/host/metrics"
+	"github.com/wakeonchat/wakeonchat/host/store"
+	"github.com/wakeonchat/wakeonchat/host/turn"
+	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
@@ -17,36 +21,40 @@ import (
 // answered, and timed.
 func TestTurnMetrics(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t)
 	m := metrics.New(metrics.Options{})
-	api := h.serve(t, []string{"a"}, func(c *chat.Config) { c.Metrics = m })
-	// done waits until session's turn is over: then it has been counted.
-	done := func(session string) { h.history(t, session) }
+	d := newDoor(t, func(c *chat.Config) { c.Metrics = m })
+	said := func(d machines.Decision) func(context.Context, turn.Ask, turn.Call[agent.Result]) (turn.Outcome[agent.Result], error) {
+		return func(context.Context, turn.Ask, turn.Call[agent.Result]) (turn.Outcome[agent.Result], error) {
+			return turn.Outcome[agent.Result]{Said: turn.Said{Pod: "qwen", Decision: d}}, nil
+		}
+	}
+	waking := machines.Decision{Reply: machines.ReplyWaking, Text: replyWaking}
+	still := machines.Decision{Reply: machines.ReplyStillWaking, Text: replyStillWaking(1)}
 
-	api.ask("s1", "hello") // asleep: waking
-	done("s1")
-	h.waitStart(t)
-	api.ask("s1", "again") // still waking
-	done("s1")
-	api.turn(chatReq{Message: "hold it", SessionID: "s2", WakeMode: "wait"}) // still waking, a marker
-	done("s2")
-	api.do(http.MethodGet, "/api/chat", "", "")
-	api.do(http.MethodPost, "/api/chat", "application/json", "{")
-	api.do(http.MethodPost, "/api/chat", "text/plain", `{"message":"hi"}`)
-	api.post(chatReq{Message: "resume", SessionID: "s3", WakeMode: "resume", PendingWake: "0123456789abcdef0123456789abcdef"})
-	done("s3")
+	d.turns.run = said(waking)
+	d.post(t, chatReq{Message: "hello", SessionID: "s1"})
+	d.turns.run = said(still)
+	d.post(t, chatReq{Message: "again", SessionID: "s1"})
+	d.turns.wait = func(context.Context, string, string, turn.Call[agent.Result]) (turn.Outcome[agent.Result], error) {
+		return turn.Outcome[agent.Result]{Said: turn.Said{Pod: "qwen", Decision: still, Pending: &store.Pending{Key: "k1", Pod: "qwen", Provider: "a"}}}, nil
+	}
+	d.post(t, chatReq{Message: "hold it", SessionID: "s2", WakeMode: "wait"})
+	d.do(t, http.MethodGet, "/api/chat", "", "")
+	d.do(t, http.MethodPost, "/api/chat", "application/json", "{")
+	d.do(t, http.MethodPost, "/api/chat", "text/plain", `{"message":"hi"}`)
+	d.turns.resume = func(context.Context, string, string, func(string) bool, turn.Pinned[agent.Result]) (turn.Outcome[agent.Result], error) {
+		return turn.Outcome[agent.Result]{}, turn.ErrNoPending
+	}
+	d.post(t, chatReq{Message: "resume", SessionID: "s3", WakeMode: "resume", PendingWake: "0123456789abcdef0123456789abcdef"})
 
-	h.gpu.set(readyPod(rfc3339(t0)))
-	api.ask("s1", "now?")
-	done("s1")
-	h.provA.set(fail(pluginapi.CompletionError{Status: 400, Message: "HTTP 400: bad"}))
-	api.post(chatReq{Message: "rejected", SessionID: "s4"})
-	done("s4")
-	h.provA.set(func(context.Context, string, pluginapi.CompletionRequest) (string, error) {
-		panic("provider plugin crashed")
-	})
-	api.post(chatReq{Message: "boom", SessionID: "s5"})
-	done("s5")
+	d.turns.run = nil // the model answers
+	d.post(t, chatReq{Message: "now?", SessionID: "s1"})
+	d.model.complete = func(context.Context, []pluginapi.Message) (string, error) {
+		return "", &pluginapi.CompletionError{Status: 400, Message: "HTTP 400: bad"}
+	}
+	d.post(t, chatReq{Message: "rejected", SessionID: "s4"})
+	d.model.complete = func(context.Context, []pluginapi.Message) (string, error) { panic("provider plugin crashed") }
+	d.post(t, chatReq{Message: "boom", SessionID: "s5"})
 
 	want := `# HELP wakeonchat_turns_total Turns answered, by door (api_chat, openai) and result (answered, a reply key, or an error class).
 # TYPE wakeonchat_turns_total counter
