@@ -22,6 +22,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
 	"github.com/wakeonchat/wakeonchat/host/chat"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/host/internal/pipenet"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
@@ -65,33 +66,8 @@ var (
 	replyResumeWaiting = render(machines.ReplyResumeWaiting, nil)
 )
 
-// The default policy's minutes as the replies quote them: expected_wake
-// (9) and pod_idle_stop (15).
-var (
-	defaultEtaMinutes  = int(machines.DefaultTimings().ExpectedWake / time.Minute)
-	defaultIdleMinutes = int(machines.DefaultTimings().PodIdleStop / time.Minute)
-)
-
-// defaultReplies are the host's default replies.
-var defaultReplies = machines.MustDefaultReplies()
-
-// render is the default reply key with the default policy's data for pod
-// qwen, changed by set (nil: none). A reply that does not render is a bug
-// of the defaults, which machines' tests forbid: render panics.
-func render(key machines.ReplyKey, set func(*machines.ReplyData)) string {
-	d := machines.ReplyData{
-		Pod: "qwen", ExpectedMinutes: defaultEtaMinutes, EtaMinutes: defaultEtaMinutes,
-		IdleMinutes: defaultIdleMinutes, Backend: machines.DefaultBackend,
-	}
-	if set != nil {
-		set(&d)
-	}
-	text, err := defaultReplies.Render(key, d)
-	if err != nil {
-		panic(err)
-	}
-	return text
-}
+// render is the host's default reply key for pod qwen (e2e.Render).
+var render = e2e.Render
 
 // replyStillWaking is the reply min whole minutes into a wake.
 func replyStillWaking(min int) string {

@@ -301,7 +301,7 @@ func TestLegacyReadyThenStopped(t *testing.T) {
 	h.gpu.set(asleepPod())
 	h.provA.set(fail(pluginapi.CompletionError{Status: 404, Message: "404 Not Found"}))
 	h.clock.Advance(30 * time.Minute)
-	if diff := cmp.Diff(chatReply{Reply: replyReadyThenStopped("12:34 UTC", defaultEtaMinutes), SessionID: "s1"}, h.api.ask("s1", "still there?")); diff != "" {
+	if diff := cmp.Diff(chatReply{Reply: replyReadyThenStopped("12:34 UTC", 9), SessionID: "s1"}, h.api.ask("s1", "still there?")); diff != "" {
 		t.Errorf("ask after the idle stop (-want +got):\n%s", diff)
 	}
 	h.waitStart(t)

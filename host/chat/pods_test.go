@@ -272,7 +272,7 @@ func TestPodReportAgrees(t *testing.T) {
 				// The view kept when the wake was ready: the next ask says so,
 				// and wakes the pod again, once.
 				h.provA.set(fail(pluginapi.CompletionError{Status: 404, Message: "404 Not Found"}))
-				if diff := cmp.Diff(chatReply{Reply: replyReadyThenStopped("12:34 UTC", defaultEtaMinutes), SessionID: "s1"},
+				if diff := cmp.Diff(chatReply{Reply: replyReadyThenStopped("12:34 UTC", 9), SessionID: "s1"},
 					h.api.on(t).ask("s1", "still there?")); diff != "" {
 					t.Errorf("ask after the stop (-want +got):\n%s", diff)
 				}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/turn"
@@ -136,22 +137,9 @@ func (f *fakePod) set(res resolve.Resolution) {
 var waking = machines.Decision{Action: machines.ActionWake, Reply: machines.ReplyWaking, From: machines.Asleep, To: machines.Waking,
 	Text: render(machines.ReplyWaking, nil)}
 
-// render is the default wording of key (the host's replies,
-// machines.DefaultReplies) with the data the default policy fills for pod
-// qwen, changed by set (nil: none): the text a decision of the machine
-// carries. The wording is machines' to pin, never copied here. A reply
-// that does not render is a bug of the defaults: render panics.
-func render(key machines.ReplyKey, set func(*machines.ReplyData)) string {
-	d := machines.ReplyData{Pod: "qwen", ExpectedMinutes: 9, EtaMinutes: 9, IdleMinutes: 15, Backend: machines.DefaultBackend}
-	if set != nil {
-		set(&d)
-	}
-	text, err := machines.MustDefaultReplies().Render(key, d)
-	if err != nil {
-		panic(err)
-	}
-	return text
-}
+// render is the host's default reply key (e2e.Render): the text a
+// decision of the machine carries.
+var render = e2e.Render
 
 // stillWaking is the still-waking reply min whole minutes into a wake.
 func stillWaking(min int) string {
