@@ -235,7 +235,8 @@ var buildPlugin = sync.OnceValues(func() (string, error) {
 		return "", errors.New("go is not on PATH")
 	}
 	bin := filepath.Join(binDir, "wake-plugin-command")
-	if out, err := exec.Command(gobin, "build", "-o", bin, "./cmd/wake-plugin-command").CombinedOutput(); err != nil {
+	// -w: no DWARF, which nothing here reads, for a faster link.
+	if out, err := exec.Command(gobin, "build", "-ldflags=-w", "-o", bin, "./cmd/wake-plugin-command").CombinedOutput(); err != nil {
 		return "", errors.New("go build: " + err.Error() + "\n" + string(out))
 	}
 	return bin, nil
