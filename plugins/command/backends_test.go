@@ -22,6 +22,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/plugins/command"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
 
 // backendsDoc is the page whose working lines these tests run.
@@ -97,7 +98,7 @@ func runnerFor(t *testing.T, doc map[string]string, extra map[string]string, pas
 	}
 	names := append(strings.Split(env[command.EnvPassEnv], ","), pass...)
 	env[command.EnvPassEnv] = strings.Join(names, ",")
-	cfg, err := command.FromEnv(getenv(env))
+	cfg, err := command.FromEnv(plugintest.Env(env).Getenv)
 	if err != nil {
 		t.Fatalf("FromEnv: %v", err)
 	}
@@ -112,7 +113,7 @@ func TestBackendLinesAccepted(t *testing.T) {
 	var names []string
 	for name, env := range backends {
 		names = append(names, name)
-		cfg, err := command.FromEnv(getenv(env))
+		cfg, err := command.FromEnv(plugintest.Env(env).Getenv)
 		if err != nil {
 			t.Errorf("backend %s: FromEnv: %v", name, err)
 			continue

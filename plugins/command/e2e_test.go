@@ -24,6 +24,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/plugins/command"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
 
 // backend is a real local "GPU": shell scripts that start a model server
@@ -155,7 +156,7 @@ func lifecycle(t *testing.T, gpu pluginapi.GPU, pod string) {
 func TestEndToEndOverGRPC(t *testing.T) {
 	t.Parallel()
 	b := newBackend(t)
-	cfg, err := command.FromEnv(getenv(b.env))
+	cfg, err := command.FromEnv(plugintest.Env(b.env).Getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
