@@ -406,11 +406,16 @@ func TestGcloudLines(t *testing.T) {
 			srv := fakeCompute(vm)
 			t.Cleanup(srv.Close)
 			// What the docs' lines expect of the host: PATH and the
-			// variables the block passes.
+			// variables the block passes. The block's 20 s status cap
+			// sizes a call to Google Cloud; a gcloud sharing a loaded
+			// test machine can take longer, and a cut here would test
+			// the machine (TestBackendLinesAccepted takes the cap as
+			// written).
 			extra := map[string]string{
-				"PATH":                  os.Getenv("PATH"),
-				"CLOUDSDK_CONFIG":       t.TempDir(),
-				"CLOUDSDK_CORE_PROJECT": "wake-test",
+				"PATH":                   os.Getenv("PATH"),
+				"CLOUDSDK_CONFIG":        t.TempDir(),
+				"CLOUDSDK_CORE_PROJECT":  "wake-test",
+				command.EnvStatusTimeout: "2m",
 			}
 			// The fake's address and token, and no prompt, update check,
 			// usage report, metadata server probe or log file: passed
