@@ -22,6 +22,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/plugins/command"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
 
 // backendsDoc is the page whose working lines these tests run.
@@ -97,7 +98,7 @@ func runnerFor(t *testing.T, doc map[string]string, extra map[string]string, pas
 	}
 	names := append(strings.Split(env[command.EnvPassEnv], ","), pass...)
 	env[command.EnvPassEnv] = strings.Join(names, ",")
-	cfg, err := command.FromEnv(getenv(env))
+	cfg, err := command.FromEnv(plugintest.Env(env).Getenv)
 	if err != nil {
 		t.Fatalf("FromEnv: %v", err)
 	}
@@ -112,7 +113,7 @@ func TestBackendLinesAccepted(t *testing.T) {
 	var names []string
 	for name, env := range backends {
 		names = append(names, name)
-		cfg, err := command.FromEnv(getenv(env))
+		cfg, err := command.FromEnv(plugintest.Env(env).Getenv)
 		if err != nil {
 			t.Errorf("backend %s: FromEnv: %v", name, err)
 			continue
@@ -357,7 +358,11 @@ esac
 
 // The gcloud block and the gcloud-status script, as written, with the
 // real gcloud against a fake Compute Engine API: there is no Google Cloud
-// here.
+// here. gcloud costs more than a second of CPU a call, so each case is
+// one call against an instance in the state it needs, and the cases run
+// in parallel: the block's start, stop and a read of a running instance
+// (the three lines, and the URL of a running one), and the script's read
+// of a terminated and of a running instance and its failure.
 func TestGcloudLines(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("gcloud"); err != nil {
@@ -367,12 +372,83 @@ func TestGcloudLines(t *testing.T) {
 		t.Skip("gcloud takes seconds a call")
 	}
 	backends, files := docBlocks(t)
-	vm := &fakeState{state: "TERMINATED"}
+	script := filepath.Join(t.TempDir(), "gcloud-status")
+	if err := os.WriteFile(script, []byte(files["gcloud-status"]), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	withScript := map[string]string{}
+	for k, v := range backends["gcloud"] {
+		withScript[k] = v
+	}
+	withScript[command.EnvStatus] = mustJSON([]string{script, "vllm-box"})
+	delete(withScript, command.EnvURL)
+
+	for _, tc := range []struct {
+		name  string
+		doc   map[string]string // the documented environment
+		token string            // the access token gcloud sends
+		state string            // the instance's status before the call
+		step  step
+		calls []string // the fake API's calls
+	}{
+		{"start", backends["gcloud"], "fake-token", "TERMINATED", step{op: "start", res: requested}, []string{"start"}},
+		{"stop", backends["gcloud"], "fake-token", "RUNNING", step{op: "stop", res: requested}, []string{"stop"}},
+		{"status running", backends["gcloud"], "fake-token", "RUNNING", step{op: "get", pod: podIn("RUNNING", "http://10.164.0.7:8000/v1")}, []string{"describe"}},
+		{"script terminated", withScript, "fake-token", "TERMINATED", step{op: "get", pod: podIn("TERMINATED", "")}, []string{"describe"}},
+		{"script running", withScript, "fake-token", "RUNNING", step{op: "get", pod: podIn("RUNNING", "http://34.90.1.2:8000/v1")}, []string{"describe"}},
+		// A gcloud that fails (here: the API refuses the token) stops the
+		// script with its exit code: unreadable.
+		{"script refused", withScript, "wrong-token", "RUNNING", step{op: "get", fail: "status command: exit status 1"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			vm := &fakeState{state: tc.state}
+			srv := fakeCompute(vm)
+			t.Cleanup(srv.Close)
+			// What the docs' lines expect of the host: PATH and the
+			// variables the block passes. The block's 20 s status cap
+			// sizes a call to Google Cloud; a gcloud sharing a loaded
+			// test machine can take longer, and a cut here would test
+			// the machine (TestBackendLinesAccepted takes the cap as
+			// written).
+			extra := map[string]string{
+				"PATH":                   os.Getenv("PATH"),
+				"CLOUDSDK_CONFIG":        t.TempDir(),
+				"CLOUDSDK_CORE_PROJECT":  "wake-test",
+				command.EnvStatusTimeout: "2m",
+			}
+			// The fake's address and token, and no prompt, update check,
+			// usage report, metadata server probe or log file: passed
+			// on top of the documented names.
+			var pass []string
+			for k, v := range map[string]string{
+				"CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE":         srv.URL + "/compute/v1/",
+				"CLOUDSDK_AUTH_ACCESS_TOKEN":                      tc.token,
+				"CLOUDSDK_CORE_DISABLE_PROMPTS":                   "1",
+				"CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK": "1",
+				"CLOUDSDK_CORE_DISABLE_USAGE_REPORTING":           "true",
+				"CLOUDSDK_CORE_CHECK_GCE_METADATA":                "false",
+				"CLOUDSDK_CORE_DISABLE_FILE_LOGGING":              "true",
+			} {
+				extra[k] = v
+				pass = append(pass, k)
+			}
+			walk(t, runnerFor(t, tc.doc, extra, pass...), []step{tc.step})
+			if diff := cmp.Diff(tc.calls, vm.called()); diff != "" {
+				t.Errorf("API calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// fakeCompute is a Compute Engine API with one instance, vllm-box, in
+// vm's state, that takes only the token "fake-token".
+func fakeCompute(vm *fakeState) *httptest.Server {
 	const instance = "/compute/v1/projects/wake-test/zones/europe-west4-a/instances/vllm-box"
 	// The handler names operations by the address the request came to:
-	// reading srv in it would race with its assignment, as the race
-	// detector cannot see that gcloud's requests come after it.
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// reading the server in it would race with its assignment, as the
+	// race detector cannot see that gcloud's requests come after it.
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		if r.Header.Get("Authorization") != "Bearer fake-token" {
 			w.WriteHeader(http.StatusUnauthorized)
@@ -399,48 +475,4 @@ func TestGcloudLines(t *testing.T) {
 			_, _ = w.Write([]byte(`{"error":{"code":404,"message":"not found"}}`))
 		}
 	}))
-	t.Cleanup(srv.Close)
-	extra := map[string]string{
-		"PATH":                  os.Getenv("PATH"),
-		"CLOUDSDK_CONFIG":       t.TempDir(),
-		"CLOUDSDK_CORE_PROJECT": "wake-test",
-		"CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE": srv.URL + "/compute/v1/",
-		"CLOUDSDK_AUTH_ACCESS_TOKEN":              "fake-token",
-		"CLOUDSDK_CORE_DISABLE_PROMPTS":           "1",
-	}
-	pass := []string{"CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE", "CLOUDSDK_AUTH_ACCESS_TOKEN", "CLOUDSDK_CORE_DISABLE_PROMPTS"}
-
-	r := runnerFor(t, backends["gcloud"], extra, pass...)
-	const url = "http://10.164.0.7:8000/v1"
-	walk(t, r, []step{
-		{op: "get", pod: podIn("TERMINATED", "")},
-		{op: "start", res: requested},
-		{op: "get", pod: podIn("RUNNING", url)},
-		{op: "stop", res: requested},
-		{op: "get", pod: podIn("TERMINATED", "")},
-	})
-
-	// The ephemeral-address script, as the status command.
-	script := filepath.Join(t.TempDir(), "gcloud-status")
-	if err := os.WriteFile(script, []byte(files["gcloud-status"]), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	withScript := map[string]string{}
-	for k, v := range backends["gcloud"] {
-		withScript[k] = v
-	}
-	withScript[command.EnvStatus] = mustJSON([]string{script, "vllm-box"})
-	delete(withScript, command.EnvURL)
-	r = runnerFor(t, withScript, extra, pass...)
-	walk(t, r, []step{
-		{op: "get", pod: podIn("TERMINATED", "")},
-		{op: "start", res: requested},
-		{op: "get", pod: podIn("RUNNING", "http://34.90.1.2:8000/v1")},
-	})
-
-	// A gcloud that fails (here: the API refuses the token) stops the
-	// script with its exit code: unreadable.
-	extra["CLOUDSDK_AUTH_ACCESS_TOKEN"] = "wrong-token"
-	r = runnerFor(t, withScript, extra, pass...)
-	walk(t, r, []step{{op: "get", fail: "status command: exit status 1"}})
 }

@@ -1,46 +1,24 @@
 package command_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/wakeonchat/wakeonchat/plugins/command"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
-
-// getenv is a fake environment.
-func getenv(env map[string]string) func(string) string {
-	return func(name string) string { return env[name] }
-}
 
 func TestFromEnv(t *testing.T) {
 	t.Parallel()
-	base := map[string]string{
+	base := plugintest.Env{
 		command.EnvStart:  `["systemctl","start","vllm"]`,
 		command.EnvStatus: `["systemctl","is-active","--quiet","vllm"]`,
 	}
-	with := func(kv ...string) map[string]string {
-		env := map[string]string{}
-		for k, v := range base {
-			env[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			env[kv[i]] = kv[i+1]
-		}
-		return env
-	}
-	tests := []struct {
-		name    string
-		env     map[string]string
-		want    command.Config
-		wantErr string
-	}{
+	plugintest.RunFromEnv(t, command.FromEnv, secret, []plugintest.EnvCase[command.Config]{
 		{
-			name: "the least: start and status, everything else its default",
-			env:  base,
-			want: command.Config{
+			Name: "the least: start and status, everything else its default",
+			Env:  base,
+			Want: command.Config{
 				Start:    []string{"systemctl", "start", "vllm"},
 				Status:   []string{"systemctl", "is-active", "--quiet", "vllm"},
 				StatusBy: command.StatusByJSON,
@@ -48,8 +26,8 @@ func TestFromEnv(t *testing.T) {
 			},
 		},
 		{
-			name: "everything",
-			env: with(
+			Name: "everything",
+			Env: base.With(
 				command.EnvStop, `["systemctl","stop","vllm"]`,
 				command.EnvStatusBy, "exit",
 				command.EnvStatusDownCodes, "3, 7",
@@ -63,7 +41,7 @@ func TestFromEnv(t *testing.T) {
 				"RUNPOD_API_KEY", secret,
 				"HOME", "/root",
 			),
-			want: command.Config{
+			Want: command.Config{
 				Start:         []string{"systemctl", "start", "vllm"},
 				Stop:          []string{"systemctl", "stop", "vllm"},
 				Status:        []string{"systemctl", "is-active", "--quiet", "vllm"},
@@ -77,40 +55,19 @@ func TestFromEnv(t *testing.T) {
 				Unset:         []string{"NOT_SET"},
 			},
 		},
-		{name: "a command that is not JSON", env: with(command.EnvStart, `systemctl start `+secret), wantErr: command.EnvStart + ": must be a JSON array of strings"},
-		{name: "a command that is a string", env: with(command.EnvStatus, `"systemctl is-active `+secret+`"`), wantErr: command.EnvStatus + ": must be a JSON array of strings"},
-		{name: "a command with a number", env: with(command.EnvStop, `["sleep",3]`), wantErr: command.EnvStop + ": must be a JSON array of strings"},
-		{name: "an empty command", env: with(command.EnvStart, `[]`), wantErr: command.EnvStart + ": the array is empty"},
-		{name: "an empty program name", env: with(command.EnvStatus, `["","x"]`), wantErr: command.EnvStatus + ": the program name (the array's first string) is empty"},
-		{name: "an unknown status mode", env: with(command.EnvStatusBy, "exitcode"), wantErr: command.EnvStatusBy + `: must be "json" or "exit"`},
-		{name: "a down code that is not a number", env: with(command.EnvStatusDownCodes, "3,inactive"), wantErr: command.EnvStatusDownCodes + ": entry 2 is not an exit code"},
-		{name: "a timeout that does not parse", env: with(command.EnvStartTimeout, "60"), wantErr: command.EnvStartTimeout + ": not a duration such as 10s or 1m30s"},
-		{name: "a timeout that is not positive", env: with(command.EnvStatusTimeout, "0s"), wantErr: command.EnvStatusTimeout + ": not a positive duration"},
-		{name: "a negative timeout", env: with(command.EnvStopTimeout, "-1s"), wantErr: command.EnvStopTimeout + ": not a positive duration"},
-		{name: "a bad variable name", env: with(command.EnvPassEnv, "DOCKER_HOST,1KEY"), wantErr: command.EnvPassEnv + ": entry 2 is not a variable name"},
-		{name: "a value for a name", env: with(command.EnvPassEnv, "KEY="+secret), wantErr: command.EnvPassEnv + ": entry 1 is not a variable name"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := command.FromEnv(getenv(tt.env))
-			if tt.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
-					t.Fatalf("FromEnv error = %v, want one starting %q", err, tt.wantErr)
-				}
-				if strings.Contains(err.Error(), secret) {
-					t.Errorf("FromEnv error %q quotes the value", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("FromEnv: %v", err)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("config (-want +got):\n%s", diff)
-			}
-		})
-	}
+		{Name: "a command that is not JSON", Env: base.With(command.EnvStart, `systemctl start `+secret), WantErr: command.EnvStart + ": must be a JSON array of strings"},
+		{Name: "a command that is a string", Env: base.With(command.EnvStatus, `"systemctl is-active `+secret+`"`), WantErr: command.EnvStatus + ": must be a JSON array of strings"},
+		{Name: "a command with a number", Env: base.With(command.EnvStop, `["sleep",3]`), WantErr: command.EnvStop + ": must be a JSON array of strings"},
+		{Name: "an empty command", Env: base.With(command.EnvStart, `[]`), WantErr: command.EnvStart + ": the array is empty"},
+		{Name: "an empty program name", Env: base.With(command.EnvStatus, `["","x"]`), WantErr: command.EnvStatus + ": the program name (the array's first string) is empty"},
+		{Name: "an unknown status mode", Env: base.With(command.EnvStatusBy, "exitcode"), WantErr: command.EnvStatusBy + `: must be "json" or "exit"`},
+		{Name: "a down code that is not a number", Env: base.With(command.EnvStatusDownCodes, "3,inactive"), WantErr: command.EnvStatusDownCodes + ": entry 2 is not an exit code"},
+		{Name: "a timeout that does not parse", Env: base.With(command.EnvStartTimeout, "60"), WantErr: command.EnvStartTimeout + ": not a duration such as 10s or 1m30s"},
+		{Name: "a timeout that is not positive", Env: base.With(command.EnvStatusTimeout, "0s"), WantErr: command.EnvStatusTimeout + ": not a positive duration"},
+		{Name: "a negative timeout", Env: base.With(command.EnvStopTimeout, "-1s"), WantErr: command.EnvStopTimeout + ": not a positive duration"},
+		{Name: "a bad variable name", Env: base.With(command.EnvPassEnv, "DOCKER_HOST,1KEY"), WantErr: command.EnvPassEnv + ": entry 2 is not a variable name"},
+		{Name: "a value for a name", Env: base.With(command.EnvPassEnv, "KEY="+secret), WantErr: command.EnvPassEnv + ": entry 1 is not a variable name"},
+	})
 }
 
 func TestNewRejects(t *testing.T) {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
 // waitDelay bounds how long a command's output is waited for once it has
@@ -45,7 +47,7 @@ type outcome struct {
 // On the cap, the caller's cancellation or out's overflow, the whole
 // group is killed with SIGKILL.
 func (r *Runner) run(parent context.Context, c command, pod string, out *capped) outcome {
-	o := outcome{timeout: effectiveTimeout(parent, c.timeout)}
+	o := outcome{timeout: pluginapi.CapTimeout(parent, c.timeout)}
 	argv := c.argvFor(pod)
 	path, class := lookPath(argv[0], r.path)
 	if class != "" {
@@ -91,17 +93,6 @@ func (r *Runner) run(parent context.Context, c command, pod string, out *capped)
 		killGroup(cmd)
 	}
 	return o
-}
-
-// effectiveTimeout is limit, or the time left before parent's deadline
-// when that is sooner.
-func effectiveTimeout(parent context.Context, limit time.Duration) time.Duration {
-	if d, ok := parent.Deadline(); ok {
-		if left := time.Until(d); left < limit {
-			return max(left, 0)
-		}
-	}
-	return limit
 }
 
 // contextClass names why a command did not run because its context

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -161,9 +162,9 @@ func New(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("%s: must be an absolute http or https url", EnvURL)
 	}
 	r := &Runner{
-		start:    command{"start", cfg.Start, or(cfg.StartTimeout, DefaultStartTimeout)},
-		stop:     command{"stop", cfg.Stop, or(cfg.StopTimeout, DefaultStopTimeout)},
-		status:   command{"status", cfg.Status, or(cfg.StatusTimeout, DefaultStatusTimeout)},
+		start:    command{"start", cfg.Start, cmp.Or(cfg.StartTimeout, DefaultStartTimeout)},
+		stop:     command{"stop", cfg.Stop, cmp.Or(cfg.StopTimeout, DefaultStopTimeout)},
+		status:   command{"status", cfg.Status, cmp.Or(cfg.StatusTimeout, DefaultStatusTimeout)},
 		statusBy: cfg.StatusBy,
 		down:     down,
 		url:      cfg.URL,
@@ -184,13 +185,6 @@ func New(cfg Config) (*Runner, error) {
 			"names", strings.Join(cfg.Unset, ","))
 	}
 	return r, nil
-}
-
-func or(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // validURL reports whether s is an absolute http or https URL without a
@@ -239,12 +233,10 @@ func (r *Runner) StartPod(ctx context.Context, name string) (pluginapi.StartResu
 // StopPod runs the stop command for pod, with StartPod's rules. Without a
 // stop command it answers Error "no stop command".
 func (r *Runner) StopPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
-	if r.stop.argv == nil {
-		res := pluginapi.StartResult{Error: "no stop command"}
-		r.logOutcome("stop", name, res)
-		return res, nil
+	res := pluginapi.StartResult{Error: "no stop command"}
+	if r.stop.argv != nil {
+		res = r.act(ctx, r.stop, name)
 	}
-	res := r.act(ctx, r.stop, name)
 	r.logOutcome("stop", name, res)
 	return res, nil
 }

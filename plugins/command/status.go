@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -137,15 +138,6 @@ func byJSON(name string, body []byte, url string) (pluginapi.Pod, error) {
 // statusWord reports whether s is a status word: 1 to 32 of A-Z, 0-9,
 // '_' and '-'. Anything else (a sentence, an error message that may
 // carry a secret) is not passed on as a status.
-func statusWord(s string) bool {
-	if len(s) == 0 || len(s) > 32 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func statusWord(s string) bool { return statusWordPattern.MatchString(s) }
+
+var statusWordPattern = regexp.MustCompile(`^[A-Z0-9_-]{1,32}$`)

@@ -1,6 +1,7 @@
 package conductor
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -23,6 +24,10 @@ const (
 
 // TokenHeader carries Config.Token on start requests, and only there.
 const TokenHeader = "X-Rig-Operator-Token"
+
+// Token is the wake-only operator token (RIG_WAKE_TOKEN): a secret, which
+// formats as "[redacted]".
+type Token = pluginapi.Secret
 
 // maxBody bounds how much of a conductor answer is read.
 const maxBody = 1 << 20
@@ -80,17 +85,11 @@ func New(cfg Config) (*Client, error) {
 	}
 	c := &Client{
 		base:          strings.TrimRight(u.String(), "/"),
-		lookupTimeout: cfg.LookupTimeout,
-		startTimeout:  cfg.StartTimeout,
+		lookupTimeout: cmp.Or(cfg.LookupTimeout, DefaultLookupTimeout),
+		startTimeout:  cmp.Or(cfg.StartTimeout, DefaultStartTimeout),
 		token:         cfg.Token,
 		http:          cfg.HTTPClient,
 		log:           cfg.Logger,
-	}
-	if c.lookupTimeout == 0 {
-		c.lookupTimeout = DefaultLookupTimeout
-	}
-	if c.startTimeout == 0 {
-		c.startTimeout = DefaultStartTimeout
 	}
 	if c.http == nil {
 		c.http = pluginapi.NewHTTPClient()

@@ -14,13 +14,14 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/plugins/conductor"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
 
 func TestGetPod(t *testing.T) {
 	tests := []struct {
 		name    string
 		handler http.HandlerFunc
-		url     func(t *testing.T) string // instead of the fake conductor
+		url     func(testing.TB) string // instead of the fake conductor
 		timeout time.Duration
 		want    pluginapi.Pod
 		wantErr *pluginapi.LookupError
@@ -114,12 +115,12 @@ func TestGetPod(t *testing.T) {
 		},
 		{
 			name:    "unreachable",
-			url:     closedPort,
+			url:     plugintest.ClosedURL,
 			wantErr: &pluginapi.LookupError{Message: "conductor unreachable: ECONNREFUSED"},
 		},
 		{
 			name:    "timeout",
-			handler: hang,
+			handler: plugintest.Hang,
 			timeout: 50 * time.Millisecond,
 			wantErr: &pluginapi.LookupError{Message: "conductor timed out after 50ms"},
 		},
@@ -149,7 +150,7 @@ func TestGetPod(t *testing.T) {
 
 			var pod pluginapi.Pod
 			var err error
-			within(t, 2*time.Second, func() { pod, err = c.GetPod(context.Background(), "qwen") })
+			plugintest.Within(t, 2*time.Second, func() { pod, err = c.GetPod(context.Background(), "qwen") })
 
 			if diff := cmp.Diff(tt.want, pod); diff != "" {
 				t.Errorf("pod (-want +got):\n%s", diff)
@@ -175,7 +176,7 @@ func TestGetPod(t *testing.T) {
 }
 
 func TestGetPodCallerCancels(t *testing.T) {
-	srv := newFakeConductor(t, hang)
+	srv := newFakeConductor(t, plugintest.Hang)
 	c, _ := newClient(t, conductor.Config{URL: srv.URL})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)

@@ -11,27 +11,15 @@ import (
 // StartPod asks the conductor to start (wake) a pod: POST
 // {url}/api/pods/{name}/start with Accept and Content-Type
 // application/json, body {}, the token header when configured, within
-// StartTimeout. It never returns an error (design D2, #684):
-//
-//   - 200 or 202: Requested true with the status.
-//   - any other HTTP status: Requested false with the status (a definite
-//     refusal; 401/403 usually means RIG_WAKE_TOKEN is missing or wrong).
-//   - the time cap, the caller's deadline or cancellation after the request
-//     was sent: Requested true, Status 0, TimedOut true, TimeoutMs. The
-//     conductor's start blocks until the pod runs, so this is the normal
-//     outcome of a real wake: it is in flight.
-//   - the connection cut after the request was written whole, before an
-//     answer and without a timeout: Requested true, Lost true, with the
-//     cut's class in Error ("ECONNRESET", "EOF", ...). The start may have
-//     reached the conductor, so it is in flight, its answer lost (D2).
-//   - no HTTP answer otherwise: Requested false with a short class in Error
-//     (pluginapi.ErrorClass): "ECONNREFUSED", "EHOSTUNREACH", "DNS",
-//     "ETIMEDOUT" (the cap fired before the request was written, as in a
-//     connect timeout), "canceled" (the caller gave up before sending), or
-//     "ECONNRESET" / "EPIPE" / "EOF" for a connection cut before the
-//     request was written whole: not sent.
-//   - an invalid name: Requested false, Error "invalid pod name", nothing
-//     sent.
+// StartTimeout. It never returns an error: pluginapi.Send classifies the
+// outcome (design D2, #684; the table in plugins/README.md). 200 or 202 is
+// Requested, any other status a refusal (401/403 usually means
+// RIG_WAKE_TOKEN is missing or wrong). A wait cut after the request was
+// sent is in flight, TimedOut: the conductor's start blocks until the pod
+// runs, so this is the normal outcome of a real wake. A connection cut
+// after it was written whole is in flight too, Lost; anything else is not
+// sent, with a short class in Error. An invalid name is Error "invalid pod
+// name", nothing sent.
 func (c *Client) StartPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
 	return c.post(ctx, name, "start", true), nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/plugins/conductor"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
 
 // The start and stop requests: URL, method, headers, body, and the token
@@ -112,7 +113,7 @@ func TestStartPodStatus(t *testing.T) {
 			if n := len(srv.requests()); n != 1 {
 				t.Errorf("%d requests, want 1 (no redirect followed, no retry)", n)
 			}
-			if diff := cmp.Diff([]string{tt.wantLog}, logLines(t, logs.String())); diff != "" {
+			if diff := cmp.Diff([]string{tt.wantLog}, logs.Lines(t)); diff != "" {
 				t.Errorf("log (-want +got):\n%s", diff)
 			}
 		})
@@ -123,11 +124,11 @@ func TestStartPodStatus(t *testing.T) {
 // outlives the cap. The request was sent: it is in flight.
 func TestStartPodInFlight(t *testing.T) {
 	t.Run("the cap fires", func(t *testing.T) {
-		srv := newFakeConductor(t, hang)
+		srv := newFakeConductor(t, plugintest.Hang)
 		c, logs := newClient(t, conductor.Config{URL: srv.URL, StartTimeout: 50 * time.Millisecond})
 
 		var got pluginapi.StartResult
-		within(t, 2*time.Second, func() { got, _ = c.StartPod(context.Background(), "qwen") })
+		plugintest.Within(t, 2*time.Second, func() { got, _ = c.StartPod(context.Background(), "qwen") })
 
 		want := pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: 50}
 		if diff := cmp.Diff(want, got); diff != "" {
@@ -137,12 +138,12 @@ func TestStartPodInFlight(t *testing.T) {
 			t.Errorf("%d requests, want 1", n)
 		}
 		want2 := []string{"info start requested: in flight (client timed out; the conductor continues)"}
-		if diff := cmp.Diff(want2, logLines(t, logs.String())); diff != "" {
+		if diff := cmp.Diff(want2, logs.Lines(t)); diff != "" {
 			t.Errorf("log (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("the caller's sooner deadline", func(t *testing.T) {
-		srv := newFakeConductor(t, hang)
+		srv := newFakeConductor(t, plugintest.Hang)
 		c, _ := newClient(t, conductor.Config{URL: srv.URL, StartTimeout: time.Minute})
 		ctx, cancel := context.WithTimeout(context.Background(), 80*time.Millisecond)
 		defer cancel()
@@ -160,7 +161,7 @@ func TestStartPodInFlight(t *testing.T) {
 		entered := make(chan struct{})
 		srv := newFakeConductor(t, func(w http.ResponseWriter, r *http.Request) {
 			close(entered)
-			hang(w, r)
+			plugintest.Hang(w, r)
 		})
 		c, _ := newClient(t, conductor.Config{URL: srv.URL, StartTimeout: time.Minute})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -170,7 +171,7 @@ func TestStartPodInFlight(t *testing.T) {
 		}()
 
 		var got pluginapi.StartResult
-		within(t, 5*time.Second, func() { got, _ = c.StartPod(ctx, "qwen") })
+		plugintest.Within(t, 5*time.Second, func() { got, _ = c.StartPod(ctx, "qwen") })
 
 		if !got.Requested || !got.TimedOut || got.Status != 0 || got.Error != "" {
 			t.Errorf("result %+v, want requested and timed out", got)
@@ -188,33 +189,33 @@ func TestStartPodNotSent(t *testing.T) {
 	cancel()
 	tests := []struct {
 		name   string
-		url    func(t *testing.T) string
+		url    func(testing.TB) string
 		client *http.Client
 		ctx    context.Context
 		want   pluginapi.StartResult
 	}{
 		{
 			name: "connection refused",
-			url:  closedPort,
+			url:  plugintest.ClosedURL,
 			want: pluginapi.StartResult{Error: "ECONNREFUSED"},
 		},
 		{
 			name: "dns",
-			client: dialing(func(context.Context) (net.Conn, error) {
+			client: plugintest.Dialing(func(context.Context) (net.Conn, error) {
 				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "conductor", IsNotFound: true}}
 			}),
 			want: pluginapi.StartResult{Error: "DNS"},
 		},
 		{
 			name: "host unreachable",
-			client: dialing(func(context.Context) (net.Conn, error) {
+			client: plugintest.Dialing(func(context.Context) (net.Conn, error) {
 				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}
 			}),
 			want: pluginapi.StartResult{Error: "EHOSTUNREACH"},
 		},
 		{
 			name: "connect timeout",
-			client: dialing(func(ctx context.Context) (net.Conn, error) {
+			client: plugintest.Dialing(func(ctx context.Context) (net.Conn, error) {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}),
@@ -222,7 +223,7 @@ func TestStartPodNotSent(t *testing.T) {
 		},
 		{
 			name: "unclassified",
-			client: dialing(func(context.Context) (net.Conn, error) {
+			client: plugintest.Dialing(func(context.Context) (net.Conn, error) {
 				return nil, errors.New("weird failure at http://conductor.internal:8080/")
 			}),
 			want: pluginapi.StartResult{Error: "transport error"},
@@ -252,7 +253,7 @@ func TestStartPodNotSent(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]string{"warn start failed"}, logLines(t, logs.String())); diff != "" {
+			if diff := cmp.Diff([]string{"warn start failed"}, logs.Lines(t)); diff != "" {
 				t.Errorf("log (-want +got):\n%s", diff)
 			}
 			if strings.Contains(logs.String(), "conductor.internal") || strings.Contains(logs.String(), "127.0.0.1") {

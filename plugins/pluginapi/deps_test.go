@@ -13,7 +13,8 @@ const module = "github.com/wakeonchat/wakeonchat/"
 
 // Plugin binaries import only pluginapi (and their own package) from this
 // module, and pluginapi imports only its generated proto package: a
-// third-party plugin needs nothing else of wakehost.
+// third-party plugin needs nothing else of wakehost. No binary imports
+// plugintest: it would show in their deps.
 func TestModuleImports(t *testing.T) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -29,6 +30,11 @@ func TestModuleImports(t *testing.T) {
 				"plugins/pluginapi",
 				"plugins/pluginapi/proto",
 			},
+		},
+		{
+			// Tests' support: it needs nothing of this module either.
+			pkg:  "plugins/pluginapi/plugintest",
+			want: []string{"plugins/pluginapi/plugintest"},
 		},
 		{
 			pkg: "plugins/conductor/cmd/wake-plugin-conductor",

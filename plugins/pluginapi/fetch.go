@@ -102,7 +102,7 @@ func (e *FetchError) LookupError(backend string) *LookupError {
 func Fetch(client *http.Client, req *http.Request, limit time.Duration, maxBody int64) (Answer, error) {
 	maxBody = max(maxBody, 0)
 	parent := req.Context()
-	timeout := capTimeout(parent, limit)
+	timeout := CapTimeout(parent, limit)
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 	fail := func(status int, err error) *FetchError {
@@ -135,9 +135,10 @@ func Fetch(client *http.Client, req *http.Request, limit time.Duration, maxBody 
 	return a, nil
 }
 
-// capTimeout is limit, or less when ctx's deadline comes sooner: the time
-// until it, never negative.
-func capTimeout(ctx context.Context, limit time.Duration) time.Duration {
+// CapTimeout is the cap a plugin's call runs with: limit, or less when
+// ctx's deadline (the host's) comes sooner: the time until it, never
+// negative.
+func CapTimeout(ctx context.Context, limit time.Duration) time.Duration {
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < limit {
 		return max(time.Until(d), 0)
 	}

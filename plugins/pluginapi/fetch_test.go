@@ -1,23 +1,21 @@
 package pluginapi_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
 
 // backend is an httptest server answering with handler once it has read
@@ -43,9 +41,6 @@ func answer(status int, body string) http.HandlerFunc {
 	}
 }
 
-// hang answers only when the client has gone.
-func hang(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
-
 // stall writes the head and the start of a body, then waits for the client
 // to go.
 func stall(w http.ResponseWriter, r *http.Request) {
@@ -53,34 +48,6 @@ func stall(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, `{"name":`)
 	w.(http.Flusher).Flush()
 	<-r.Context().Done()
-}
-
-// rawBackend is a TCP server that hands each connection to serve and then
-// closes it; every connection is counted in reqs.
-func rawBackend(t *testing.T, reqs *atomic.Int32, serve func(conn *net.TCPConn)) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			conn, err := l.Accept()
-			if err != nil {
-				return
-			}
-			reqs.Add(1)
-			serve(conn.(*net.TCPConn))
-			_ = conn.Close()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = l.Close()
-		<-done
-	})
-	return "http://" + l.Addr().String()
 }
 
 // prepare starts a test row's backend, url's or else an httptest server
@@ -114,93 +81,9 @@ func canceledOnArrival(t *testing.T, method string, body io.Reader) *http.Reques
 	t.Cleanup(cancel)
 	req, _ := prepare(t, nil, func(w http.ResponseWriter, r *http.Request) {
 		cancel()
-		hang(w, r)
+		plugintest.Hang(w, r)
 	}, ctx, method, body)
 	return req
-}
-
-// readRequest reads one request whole from conn, body included.
-func readRequest(t *testing.T, conn net.Conn) {
-	t.Helper()
-	req, err := http.ReadRequest(bufio.NewReader(conn))
-	if err != nil {
-		t.Errorf("the backend read no request: %v", err)
-		return
-	}
-	_, _ = io.Copy(io.Discard, req.Body)
-}
-
-// resetConn closes conn with a TCP reset instead of a FIN.
-func resetConn(conn *net.TCPConn) {
-	_ = conn.SetLinger(0)
-	_ = conn.Close()
-}
-
-// closedURL is a 127.0.0.1 URL nothing listens on.
-func closedURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return "http://" + addr
-}
-
-// writeCut is an HTTP client whose connections are cut while a request is
-// written on them: of the request's bytes only keep(request) leave, and the
-// write fails as after a reset. A small request is written in one write.
-func writeCut(keep func(request []byte) int) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			return &cutConn{Conn: conn, keep: keep}, nil
-		},
-	}}
-}
-
-// cutConn is a connection cut while a request is written on it: from then
-// on its writes and reads fail as after a reset.
-type cutConn struct {
-	net.Conn
-	keep func([]byte) int
-	cut  atomic.Bool
-}
-
-func (c *cutConn) Write(p []byte) (int, error) {
-	n := min(c.keep(p), len(p))
-	if n == len(p) && !c.cut.Load() {
-		return c.Conn.Write(p)
-	}
-	w, _ := c.Conn.Write(p[:n])
-	c.cut.Store(true)
-	resetConn(c.Conn.(*net.TCPConn))
-	return w, connReset("write")
-}
-
-func (c *cutConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if err != nil && c.cut.Load() {
-		return n, connReset("read")
-	}
-	return n, err
-}
-
-func connReset(op string) error {
-	return &net.OpError{Op: op, Net: "tcp", Err: os.NewSyscallError(op, syscall.ECONNRESET)}
-}
-
-// dialFails is an HTTP client whose every dial runs dial.
-func dialFails(dial func(ctx context.Context) (net.Conn, error)) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
-	}}
 }
 
 // body is an Answer's status and body, compared as text.
@@ -285,7 +168,7 @@ func TestFetch(t *testing.T) {
 		},
 		{
 			name:    "no answer within the cap",
-			handler: hang,
+			handler: plugintest.Hang,
 			limit:   50 * time.Millisecond,
 			max:     1 << 10,
 			wantErr: &pluginapi.FetchError{TimedOut: true, Max: 1 << 10},
@@ -312,14 +195,14 @@ func TestFetch(t *testing.T) {
 		},
 		{
 			name:    "connection refused",
-			url:     func(t *testing.T, _ *atomic.Int32) string { return closedURL(t) },
+			url:     func(t *testing.T, _ *atomic.Int32) string { return plugintest.ClosedURL(t) },
 			max:     1 << 10,
 			wantErr: &pluginapi.FetchError{Class: "ECONNREFUSED", Max: 1 << 10},
 			words:   [2]string{"no response: ECONNREFUSED", "backend unreachable: ECONNREFUSED"},
 		},
 		{
 			name: "dns",
-			client: dialFails(func(context.Context) (net.Conn, error) {
+			client: plugintest.Dialing(func(context.Context) (net.Conn, error) {
 				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "backend", IsNotFound: true}}
 			}),
 			handler: answer(http.StatusOK, "{}"),
@@ -329,7 +212,7 @@ func TestFetch(t *testing.T) {
 		},
 		{
 			name:    "cut before the request was written whole",
-			client:  writeCut(func(request []byte) int { return len(request) / 2 }),
+			client:  plugintest.CutWrites(func(request []byte) int { return len(request) / 2 }, nil),
 			handler: answer(http.StatusOK, "{}"),
 			max:     1 << 10,
 			wantErr: &pluginapi.FetchError{Class: "ECONNRESET", Max: 1 << 10},
@@ -338,7 +221,7 @@ func TestFetch(t *testing.T) {
 		{
 			name: "cut after the request was written whole",
 			url: func(t *testing.T, reqs *atomic.Int32) string {
-				return rawBackend(t, reqs, func(conn *net.TCPConn) { readRequest(t, conn) })
+				return plugintest.RawServer(t, reqs, func(conn *net.TCPConn) { plugintest.ReadRequest(t, conn) })
 			},
 			max:     1 << 10,
 			wantErr: &pluginapi.FetchError{Class: "EOF", Max: 1 << 10},
@@ -348,7 +231,7 @@ func TestFetch(t *testing.T) {
 		{
 			name: "reset after the request was written whole",
 			url: func(t *testing.T, reqs *atomic.Int32) string {
-				return rawBackend(t, reqs, func(conn *net.TCPConn) { readRequest(t, conn); resetConn(conn) })
+				return plugintest.RawServer(t, reqs, func(conn *net.TCPConn) { plugintest.ReadRequest(t, conn); plugintest.Reset(conn) })
 			},
 			max:     1 << 10,
 			wantErr: &pluginapi.FetchError{Class: "ECONNRESET", Max: 1 << 10},
@@ -358,8 +241,8 @@ func TestFetch(t *testing.T) {
 		{
 			name: "cut in the body",
 			url: func(t *testing.T, reqs *atomic.Int32) string {
-				return rawBackend(t, reqs, func(conn *net.TCPConn) {
-					readRequest(t, conn)
+				return plugintest.RawServer(t, reqs, func(conn *net.TCPConn) {
+					plugintest.ReadRequest(t, conn)
 					_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nX-Backend: raw\r\nContent-Length: 10\r\n\r\nabc")
 				})
 			},
@@ -435,7 +318,7 @@ func TestFetchCallerContext(t *testing.T) {
 	t.Run("a sooner deadline", func(t *testing.T) {
 		t.Parallel()
 		var reqs atomic.Int32
-		url := backend(t, &reqs, hang)
+		url := backend(t, &reqs, plugintest.Hang)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

@@ -100,13 +100,7 @@ func podToProto(p Pod) *pb.Pod {
 // ParseReadySince reads a readySince as the conductor and the wire give it:
 // RFC 3339, or zero when it is empty or does not parse.
 func ParseReadySince(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		return time.Time{}
-	}
+	t, _ := time.Parse(time.RFC3339, s) // the zero time when it fails
 	return t
 }
 

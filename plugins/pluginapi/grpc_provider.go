@@ -57,13 +57,9 @@ func (c *providerClient) Stream(ctx context.Context, req StreamRequest) (*Stream
 		cancel()
 		return nil, failureError(p.Failure)
 	case *pb.StreamPart_Head:
-		h := make(http.Header, len(p.Head.GetHeaders()))
-		for _, kv := range p.Head.GetHeaders() {
-			h[http.CanonicalHeaderKey(kv.GetName())] = kv.GetValues()
-		}
 		return &StreamResponse{
 			Status: int(p.Head.GetStatus()),
-			Header: h,
+			Header: headerFromProto(p.Head.GetHeaders()),
 			Body:   &streamBody{ctx: ctx, st: st, cancel: cancel, pending: p.Head.GetData()},
 		}, nil
 	}
@@ -158,10 +154,7 @@ func (s *providerServer) Stream(req *pb.StreamRequest, srv pb.Provider_StreamSer
 		return srv.Send(failurePart(err, 0))
 	}
 	defer func() { _ = resp.Body.Close() }()
-	head := &pb.StreamHead{Status: int32(resp.Status)}
-	for name, values := range resp.Header {
-		head.Headers = append(head.Headers, &pb.Header{Name: name, Values: values})
-	}
+	head := &pb.StreamHead{Status: int32(resp.Status), Headers: headerToProto(resp.Header)}
 	// The body's first bytes usually come with the head (a whole
 	// non-streaming answer, a stream's first event): they travel in the
 	// head's message when they arrive within coalesceWait, which saves a
@@ -219,6 +212,22 @@ func (s *providerServer) Stream(req *pb.StreamRequest, srv pb.Provider_StreamSer
 // coalesceWait is how long the head waits for the body's first bytes to
 // travel with it.
 const coalesceWait = time.Millisecond
+
+func headerFromProto(hs []*pb.Header) http.Header {
+	h := make(http.Header, len(hs))
+	for _, kv := range hs {
+		h[http.CanonicalHeaderKey(kv.GetName())] = kv.GetValues()
+	}
+	return h
+}
+
+func headerToProto(h http.Header) []*pb.Header {
+	var hs []*pb.Header
+	for name, values := range h {
+		hs = append(hs, &pb.Header{Name: name, Values: values})
+	}
+	return hs
+}
 
 // failurePart is err as a failure part; an error that is not a
 // *CompletionError keeps its text as the message, with status.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -30,10 +29,7 @@ func (c *providerClient) Route(ctx context.Context, endpoint string) (Route, err
 	}
 	r := Route{Direct: resp.GetDirect(), BaseURL: resp.GetBaseUrl(), Timeout: time.Duration(resp.GetTimeoutMs()) * time.Millisecond}
 	if hs := resp.GetHeaders(); len(hs) > 0 {
-		r.Header = make(http.Header, len(hs))
-		for _, h := range hs {
-			r.Header[http.CanonicalHeaderKey(h.GetName())] = h.GetValues()
-		}
+		r.Header = headerFromProto(hs)
 	}
 	return r, nil
 }
@@ -52,9 +48,5 @@ func (s *providerServer) Route(ctx context.Context, req *pb.RouteRequest) (*pb.R
 	case err != nil:
 		return nil, fmt.Errorf("route: %w", err)
 	}
-	resp := &pb.RouteResponse{Direct: r.Direct, BaseUrl: r.BaseURL, TimeoutMs: r.Timeout.Milliseconds()}
-	for name, values := range r.Header {
-		resp.Headers = append(resp.Headers, &pb.Header{Name: name, Values: values})
-	}
-	return resp, nil
+	return &pb.RouteResponse{Direct: r.Direct, BaseUrl: r.BaseURL, TimeoutMs: r.Timeout.Milliseconds(), Headers: headerToProto(r.Header)}, nil
 }

@@ -19,9 +19,6 @@ import (
 // the proxy would have completed).
 const DefaultCompletionTimeout = 120 * time.Second
 
-// Redacted replaces a secret in whatever is reported.
-const Redacted = "[redacted]"
-
 const (
 	maxErrorBody = 64 << 10 // the part of an error answer that is looked at
 	maxExcerpt   = 100      // runes of a model's error message kept
@@ -49,7 +46,7 @@ const (
 // The body's Buffered reports how many bytes the next Read returns without
 // waiting.
 func OpenAIStream(ctx context.Context, client *http.Client, route Route, body []byte) (*StreamResponse, error) {
-	target, err := apiURL(route.BaseURL, "/chat/completions")
+	target, err := APIURL(route.BaseURL, "/chat/completions")
 	if err != nil {
 		return nil, &CompletionError{Message: err.Error()}
 	}
@@ -57,7 +54,7 @@ func OpenAIStream(ctx context.Context, client *http.Client, route Route, body []
 	if limit <= 0 {
 		limit = DefaultCompletionTimeout
 	}
-	timeout := capTimeout(ctx, limit)
+	timeout := CapTimeout(ctx, limit)
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	// The cap: until the head, then between two reads of the body.
@@ -160,19 +157,17 @@ func errorBody(b []byte, secrets []string) []byte {
 	return b
 }
 
-// apiURL is endpoint + path ("/chat/completions", "/models"). The error
-// never echoes the endpoint.
-func apiURL(endpoint, path string) (string, error) {
+// APIURL is endpoint + path ("/chat/completions", "/models"), checked as
+// OpenAIStream checks it: a plugin's other calls (a probe's GET
+// {endpoint}/models) build theirs with it. The error never echoes the
+// endpoint.
+func APIURL(endpoint, path string) (string, error) {
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
 		return "", errors.New("invalid endpoint: want an absolute http or https base url")
 	}
 	return strings.TrimRight(u.String(), "/") + path, nil
 }
-
-// APIURL is endpoint + path, checked as OpenAIStream checks it: a plugin's
-// other calls (a probe's GET {endpoint}/models) build theirs with it.
-func APIURL(endpoint, path string) (string, error) { return apiURL(endpoint, path) }
 
 // StatusMessage is "HTTP 502 Bad Gateway", or "HTTP 400: <message>" when
 // body is a JSON error object (OpenAI: {"error":{"message":...}}; vLLM:

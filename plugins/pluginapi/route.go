@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -54,19 +55,11 @@ func (r Route) secrets() []string {
 				out = append(out, v)
 				// A bearer token is also redacted alone, as a model may
 				// echo it without its scheme.
-				if _, tok, ok := cutBearer(v); ok && tok != "" {
+				if tok, ok := strings.CutPrefix(v, "Bearer "); ok && tok != "" {
 					out = append(out, tok)
 				}
 			}
 		}
 	}
 	return out
-}
-
-func cutBearer(v string) (string, string, bool) {
-	const p = "Bearer "
-	if len(v) > len(p) && v[:len(p)] == p {
-		return p, v[len(p):], true
-	}
-	return "", "", false
 }

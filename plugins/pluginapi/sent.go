@@ -142,7 +142,7 @@ func (w *Sent) Whole() bool {
 func Send(client *http.Client, req *http.Request, limit time.Duration, answered func(ctx context.Context, resp *http.Response) StartResult) StartResult {
 	began := time.Now()
 	parent := req.Context()
-	timeout := capTimeout(parent, limit)
+	timeout := CapTimeout(parent, limit)
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
 

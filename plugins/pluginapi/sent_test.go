@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
 
 // Send: every outcome of a start is a StartResult (design D2): an answer
@@ -25,7 +26,6 @@ func TestSend(t *testing.T) {
 	const limit = 5 * time.Second
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
-	endOfHead := func(request []byte) int { return bytes.Index(request, []byte("\r\n\r\n")) + 4 }
 	lost := func(class string) pluginapi.StartResult {
 		return pluginapi.StartResult{Requested: true, Lost: true, Error: class}
 	}
@@ -54,7 +54,7 @@ func TestSend(t *testing.T) {
 		{name: "503", handler: answer(503, ""), want: pluginapi.StartResult{Status: 503}, whole: true},
 		{
 			name:    "no answer within the cap: in flight",
-			handler: hang,
+			handler: plugintest.Hang,
 			limit:   50 * time.Millisecond,
 			want:    pluginapi.StartResult{Requested: true, TimedOut: true, TimeoutMs: 50},
 			whole:   true,
@@ -67,12 +67,12 @@ func TestSend(t *testing.T) {
 		},
 		{
 			name: "connection refused",
-			url:  func(t *testing.T, _ *atomic.Int32) string { return closedURL(t) },
+			url:  func(t *testing.T, _ *atomic.Int32) string { return plugintest.ClosedURL(t) },
 			want: pluginapi.StartResult{Error: "ECONNREFUSED"},
 		},
 		{
 			name: "the cap fires during the connect",
-			base: dialFails(func(ctx context.Context) (net.Conn, error) {
+			base: plugintest.Dialing(func(ctx context.Context) (net.Conn, error) {
 				<-ctx.Done()
 				return nil, ctx.Err()
 			}),
@@ -82,26 +82,26 @@ func TestSend(t *testing.T) {
 		},
 		{
 			name:    "cut before the request's first byte: not sent",
-			base:    writeCut(func([]byte) int { return 0 }),
+			base:    plugintest.CutWrites(func([]byte) int { return 0 }, nil),
 			handler: answer(202, ""),
 			want:    pluginapi.StartResult{Error: "ECONNRESET"},
 		},
 		{
 			name:    "cut after the head, before the body: not sent",
-			base:    writeCut(endOfHead),
+			base:    plugintest.CutWrites(plugintest.EndOfHead, nil),
 			handler: answer(202, ""),
 			want:    pluginapi.StartResult{Error: "ECONNRESET"},
 		},
 		{
 			name:    "cut one byte short of the whole request: not sent",
-			base:    writeCut(func(request []byte) int { return len(request) - 1 }),
+			base:    plugintest.CutWrites(func(request []byte) int { return len(request) - 1 }, nil),
 			handler: answer(202, ""),
 			want:    pluginapi.StartResult{Error: "ECONNRESET"},
 		},
 		{
 			name: "closed after the whole request: in flight, its answer lost",
 			url: func(t *testing.T, reqs *atomic.Int32) string {
-				return rawBackend(t, reqs, func(conn *net.TCPConn) { readRequest(t, conn) })
+				return plugintest.RawServer(t, reqs, func(conn *net.TCPConn) { plugintest.ReadRequest(t, conn) })
 			},
 			want:  lost("EOF"),
 			whole: true,
@@ -109,7 +109,7 @@ func TestSend(t *testing.T) {
 		{
 			name: "reset after the whole request: in flight, its answer lost",
 			url: func(t *testing.T, reqs *atomic.Int32) string {
-				return rawBackend(t, reqs, func(conn *net.TCPConn) { readRequest(t, conn); resetConn(conn) })
+				return plugintest.RawServer(t, reqs, func(conn *net.TCPConn) { plugintest.ReadRequest(t, conn); plugintest.Reset(conn) })
 			},
 			want:  lost("ECONNRESET"),
 			whole: true,
@@ -117,8 +117,8 @@ func TestSend(t *testing.T) {
 		{
 			name: "closed in the answer's status line: in flight, its answer lost",
 			url: func(t *testing.T, reqs *atomic.Int32) string {
-				return rawBackend(t, reqs, func(conn *net.TCPConn) {
-					readRequest(t, conn)
+				return plugintest.RawServer(t, reqs, func(conn *net.TCPConn) {
+					plugintest.ReadRequest(t, conn)
 					_, _ = io.WriteString(conn, "HTTP/1.1 202 Acc")
 				})
 			},
@@ -230,7 +230,7 @@ func TestSendCallerContext(t *testing.T) {
 	t.Run("a sooner deadline", func(t *testing.T) {
 		t.Parallel()
 		var reqs atomic.Int32
-		url := backend(t, &reqs, hang)
+		url := backend(t, &reqs, plugintest.Hang)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte("{}")))

@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -20,6 +21,9 @@ const DefaultTimeout = pluginapi.DefaultCompletionTimeout
 
 // maxErrorBody is the part of an error answer that is looked at.
 const maxErrorBody = 64 << 10
+
+// APIKey is the model API key: a secret, which formats as "[redacted]".
+type APIKey = pluginapi.Secret
 
 // Config configures a Client. The zero value works: no key, 120 s.
 type Config struct {
@@ -55,10 +59,7 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Timeout < 0 {
 		return nil, errors.New("completion timeout must not be negative")
 	}
-	c := &Client{key: cfg.APIKey, timeout: cfg.Timeout, http: cfg.HTTPClient, log: cfg.Logger}
-	if c.timeout == 0 {
-		c.timeout = DefaultTimeout
-	}
+	c := &Client{key: cfg.APIKey, timeout: cmp.Or(cfg.Timeout, DefaultTimeout), http: cfg.HTTPClient, log: cfg.Logger}
 	if c.http == nil {
 		c.http = pluginapi.NewHTTPClient()
 		// One model endpoint takes every turn, many at once: keep a
@@ -78,24 +79,15 @@ func (c *Client) Complete(ctx context.Context, endpoint string, req pluginapi.Co
 	return pluginapi.CompleteVia(ctx, c, endpoint, req)
 }
 
-// Stream sends req.Body to {endpoint}/chat/completions once, as it is, and
-// returns the model's 200 with its body still to read. Every failure is a
-// *pluginapi.CompletionError:
-//
-//   - the model answered a non-200: Status, Message "HTTP 502 Bad Gateway"
-//     (status text), or "HTTP 429: <the JSON error message, at most 100
-//     characters>" when the body is an OpenAI or vLLM error object, and
-//     then Body, that object with the key redacted;
-//   - no response at all (refused, reset, closed): TransportFailure,
-//     Message "no response: ECONNRESET";
-//   - the time cap or the caller's ctx cut the request: Aborted, Message
-//     "timed out after 2m0s" or "canceled";
-//   - the body of a 200 dies, or stalls for the time cap between two reads
-//     (a stream may last longer than the cap; a silence may not): the
-//     body's Read fails with Status 200, Aborted for the stall.
+// Stream is pluginapi.OpenAIStream on Route's route to req.Endpoint: it
+// sends req.Body to {endpoint}/chat/completions once, as it is, with the
+// key, and returns the model's 200 with its body still to read. Every
+// failure is a *pluginapi.CompletionError, classified as OpenAIStream
+// says (the key redacted).
 func (c *Client) Stream(ctx context.Context, req pluginapi.StreamRequest) (*pluginapi.StreamResponse, error) {
 	began := time.Now()
-	resp, err := c.stream(ctx, req)
+	route, _ := c.Route(ctx, req.Endpoint)
+	resp, err := pluginapi.OpenAIStream(ctx, c.http, route, req.Body)
 	var ce *pluginapi.CompletionError
 	if errors.As(err, &ce) {
 		c.log.Debug("completion failed", "status", ce.Status, "transport_failure", ce.TransportFailure,
@@ -104,11 +96,6 @@ func (c *Client) Stream(ctx context.Context, req pluginapi.StreamRequest) (*plug
 		c.log.Debug("completion answered", "duration_ms", time.Since(began).Milliseconds())
 	}
 	return resp, err
-}
-
-func (c *Client) stream(ctx context.Context, req pluginapi.StreamRequest) (*pluginapi.StreamResponse, error) {
-	route, _ := c.Route(ctx, req.Endpoint)
-	return pluginapi.OpenAIStream(ctx, c.http, route, req.Body)
 }
 
 var _ pluginapi.Router = (*Client)(nil)

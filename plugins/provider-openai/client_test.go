@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 	openai "github.com/wakeonchat/wakeonchat/plugins/provider-openai"
 )
 
@@ -84,13 +85,12 @@ func raw(t *testing.T, s string, reset bool) http.HandlerFunc {
 		_, _ = buf.WriteString(s)
 		_ = buf.Flush()
 		if tcp, ok := conn.(*net.TCPConn); ok && reset {
-			_ = tcp.SetLinger(0)
+			plugintest.Reset(tcp)
+			return
 		}
 		_ = conn.Close()
 	}
 }
-
-func hang(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() }
 
 var request = pluginapi.CompletionRequest{
 	Model: "qwen2.5-72b-instruct",
@@ -246,7 +246,7 @@ func TestCompleteFailures(t *testing.T) {
 		},
 		{
 			name:    "hanging is aborted, not a transport failure",
-			handler: func(*testing.T) http.HandlerFunc { return hang },
+			handler: func(*testing.T) http.HandlerFunc { return plugintest.Hang },
 			timeout: 50 * time.Millisecond,
 			want:    &pluginapi.CompletionError{Aborted: true, Message: "timed out after 50ms"},
 		},
@@ -330,15 +330,10 @@ func TestCompleteFailures(t *testing.T) {
 }
 
 func TestCompleteNoServer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := "http://" + l.Addr().String() + "/v1"
-	_ = l.Close()
+	endpoint := plugintest.ClosedURL(t) + "/v1"
 	c := newClient(t, openai.Config{})
 
-	_, err = c.Complete(context.Background(), endpoint, request)
+	_, err := c.Complete(context.Background(), endpoint, request)
 
 	want := &pluginapi.CompletionError{TransportFailure: true, Message: "no response: ECONNREFUSED"}
 	var ce *pluginapi.CompletionError
@@ -354,7 +349,7 @@ func TestCompleteCallerCancels(t *testing.T) {
 	entered := make(chan struct{})
 	srv := newFakeModel(t, func(w http.ResponseWriter, r *http.Request) {
 		close(entered)
-		hang(w, r)
+		plugintest.Hang(w, r)
 	})
 	c := newClient(t, openai.Config{})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,7 +2,6 @@ package openai_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 	openai "github.com/wakeonchat/wakeonchat/plugins/provider-openai"
 )
 
@@ -100,7 +100,7 @@ func TestProbeNotAnswered(t *testing.T) {
 		},
 		{
 			name:    "no answer before the host's deadline",
-			handler: func(*testing.T) http.HandlerFunc { return hang },
+			handler: func(*testing.T) http.HandlerFunc { return plugintest.Hang },
 			timeout: 50 * time.Millisecond,
 			want:    pluginapi.ProbeResult{Aborted: true, Message: "timed out after …"},
 		},
@@ -137,12 +137,7 @@ func TestProbeNotAnswered(t *testing.T) {
 }
 
 func TestProbeNoServer(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := "http://" + l.Addr().String() + "/v1"
-	_ = l.Close()
+	endpoint := plugintest.ClosedURL(t) + "/v1"
 
 	got, _ := newClient(t, openai.Config{}).Probe(context.Background(), endpoint)
 
@@ -155,7 +150,7 @@ func TestProbeCallerCancels(t *testing.T) {
 	entered := make(chan struct{})
 	srv := newFakeModel(t, func(w http.ResponseWriter, r *http.Request) {
 		close(entered)
-		hang(w, r)
+		plugintest.Hang(w, r)
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {

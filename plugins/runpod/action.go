@@ -29,7 +29,8 @@ var (
 
 // StartPod asks RunPod to start (resume) a pod: POST {url}/pods/{id}/action
 // with body {"action":"start"}, within StartTimeout. It never returns an
-// error (design D2, #684):
+// error: pluginapi.Send classifies the outcome (design D2, #684; the table
+// in plugins/README.md), RunPod's answers read so:
 //
 //   - 200: Requested true with the status.
 //   - 409 (the action is not valid for the pod's status): the pod is read
@@ -41,16 +42,10 @@ var (
 //     nothing is retried; the host's next ask wakes again), 400 or 500
 //     with "not enough free GPUs" (the pod's machine has no free GPU:
 //     logged as such), any 5xx.
-//   - the time cap, the caller's deadline or cancellation after the
-//     request was written whole: Requested true, TimedOut true, TimeoutMs:
-//     in flight.
-//   - the connection cut after the request was written whole, before an
-//     answer: Requested true, Lost true, the cut's class in Error.
-//   - no HTTP answer otherwise: Requested false with a short class in
-//     Error ("ECONNREFUSED", "DNS", "ETIMEDOUT", "canceled", ...):
-//     start-failed.
-//   - an invalid name: Requested false, Error "invalid pod name", nothing
-//     sent.
+//
+// A wait or a connection cut after the request was written whole is in
+// flight (TimedOut, Lost); no answer otherwise is not sent, a short class
+// in Error (start-failed); an invalid name is Error "invalid pod name".
 func (c *Client) StartPod(ctx context.Context, name string) (pluginapi.StartResult, error) {
 	return c.act(ctx, name, "start", startedStatuses), nil
 }

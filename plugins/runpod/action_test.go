@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 	"github.com/wakeonchat/wakeonchat/plugins/runpod"
 	"github.com/wakeonchat/wakeonchat/plugins/runpod/runpodfake"
 )
@@ -30,7 +31,7 @@ func TestStartStopPod(t *testing.T) {
 		status     string // the pod's status in the fake; empty: no such pod
 		key        runpod.Key
 		fail       map[runpodfake.Op]runpodfake.Answer
-		url        func(t *testing.T) string
+		url        func(testing.TB) string
 		timeout    time.Duration
 		want       pluginapi.StartResult
 		wantLog    string
@@ -123,7 +124,7 @@ func TestStartStopPod(t *testing.T) {
 			wantLog: "warn start requested: in flight (the connection was cut after the request was sent; its answer is lost)",
 		},
 		{
-			name: "connection refused: not sent", call: start, url: closedPort,
+			name: "connection refused: not sent", call: start, url: plugintest.ClosedURL,
 			want: pluginapi.StartResult{Error: "ECONNREFUSED"}, wantLog: "warn start failed",
 		},
 		{
@@ -169,14 +170,14 @@ func TestStartStopPod(t *testing.T) {
 
 			var got pluginapi.StartResult
 			var err error
-			within(t, 2*time.Second, func() { got, err = tt.call(c, context.Background(), podID) })
+			plugintest.Within(t, 2*time.Second, func() { got, err = tt.call(c, context.Background(), podID) })
 			if err != nil {
 				t.Fatalf("error: %v", err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("result (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff([]string{tt.wantLog}, logLines(t, logs.String())); diff != "" {
+			if diff := cmp.Diff([]string{tt.wantLog}, logs.Lines(t)); diff != "" {
 				t.Errorf("log (-want +got):\n%s", diff)
 			}
 			leaks(t, "the log", logs.String(), base)
@@ -207,7 +208,7 @@ func TestStartPodCallerDeadline(t *testing.T) {
 	defer cancel()
 
 	var got pluginapi.StartResult
-	within(t, 2*time.Second, func() { got, _ = c.StartPod(ctx, podID) })
+	plugintest.Within(t, 2*time.Second, func() { got, _ = c.StartPod(ctx, podID) })
 	if !got.Requested || !got.TimedOut || got.TimeoutMs > 1000 || got.TimeoutMs < 1 {
 		t.Errorf("result %+v, want in flight after about 50 ms", got)
 	}

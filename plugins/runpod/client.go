@@ -1,6 +1,7 @@
 package runpod
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,8 +84,8 @@ func New(cfg Config) (*Client, error) {
 		port:          strconv.Itoa(cfg.Port),
 		proxyURL:      cfg.ProxyURL,
 		pods:          cfg.Pods,
-		lookupTimeout: cmpOr(cfg.LookupTimeout, DefaultLookupTimeout),
-		startTimeout:  cmpOr(cfg.StartTimeout, DefaultStartTimeout),
+		lookupTimeout: cmp.Or(cfg.LookupTimeout, DefaultLookupTimeout),
+		startTimeout:  cmp.Or(cfg.StartTimeout, DefaultStartTimeout),
 		http:          cfg.HTTPClient,
 		log:           cfg.Logger,
 	}
@@ -96,13 +97,6 @@ func New(cfg Config) (*Client, error) {
 		c.log = hclog.NewNullLogger()
 	}
 	return c, nil
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
 
 // expand fills a proxy URL template.

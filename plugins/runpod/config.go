@@ -3,9 +3,9 @@ package runpod
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -46,20 +46,8 @@ const (
 	DefaultStartTimeout  = 3 * time.Second
 )
 
-// Key is a secret: the RunPod API key. It formats as "[redacted]" in every
-// fmt verb and log handler, so a Config can be printed or logged safely.
-type Key string
-
-const redacted = "[redacted]"
-
-// String returns "[redacted]".
-func (Key) String() string { return redacted }
-
-// GoString returns "[redacted]", for %#v.
-func (Key) GoString() string { return redacted }
-
-// LogValue returns "[redacted]", for log/slog.
-func (Key) LogValue() slog.Value { return slog.StringValue(redacted) }
+// Key is the RunPod API key: a secret, which formats as "[redacted]".
+type Key = pluginapi.Secret
 
 // Config configures a Client. Key is required; every other field has a
 // default.
@@ -160,18 +148,9 @@ func parsePods(v string) (map[string]string, error) {
 // validID reports whether id can be a RunPod pod id, and so a path
 // segment as it is: 1 to 64 ASCII letters, digits, '_' or '-'. The API's
 // examples are "xedezhzb9la3ye" and "pod_abc123".
-func validID(id string) bool {
-	if len(id) == 0 || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func validID(id string) bool { return podIDPattern.MatchString(id) }
+
+var podIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // checkURL says what is wrong with an absolute http or https base URL,
 // without echoing it (it may carry credentials).

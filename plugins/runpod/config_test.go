@@ -5,75 +5,39 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 	"github.com/wakeonchat/wakeonchat/plugins/runpod"
 )
 
 func TestConfigFromEnv(t *testing.T) {
 	t.Parallel()
-	base := map[string]string{"WAKE_RUNPOD_API_KEY_ENV": "RUNPOD_API_KEY", "RUNPOD_API_KEY": testKey}
-	with := func(kv ...string) map[string]string {
-		env := map[string]string{}
-		for k, v := range base {
-			env[k] = v
-		}
-		for i := 0; i < len(kv); i += 2 {
-			env[kv[i]] = kv[i+1]
-		}
-		return env
-	}
-	tests := []struct {
-		name    string
-		env     map[string]string
-		want    runpod.Config
-		wantErr string
-	}{
+	base := plugintest.Env{"WAKE_RUNPOD_API_KEY_ENV": "RUNPOD_API_KEY", "RUNPOD_API_KEY": testKey}
+	plugintest.RunFromEnv(t, runpod.ConfigFromEnv, testKey, []plugintest.EnvCase[runpod.Config]{
 		{
-			name: "defaults",
-			env:  base,
-			want: runpod.Config{Key: testKey, LookupTimeout: 3 * time.Second, StartTimeout: 3 * time.Second},
+			Name: "defaults",
+			Env:  base,
+			Want: runpod.Config{Key: testKey, LookupTimeout: 3 * time.Second, StartTimeout: 3 * time.Second},
 		},
 		{
-			name: "every variable",
-			env: with("WAKE_RUNPOD_URL", "http://127.0.0.1:9/v2", "WAKE_RUNPOD_PORT", "11434",
+			Name: "every variable",
+			Env: base.With("WAKE_RUNPOD_URL", "http://127.0.0.1:9/v2", "WAKE_RUNPOD_PORT", "11434",
 				"WAKE_RUNPOD_PROXY_URL", "http://127.0.0.1:8/{id}", "WAKE_RUNPOD_PODS", " qwen = pod_abc123 , llama=xedezhzb9la3ye",
 				"WAKE_LOOKUP_TIMEOUT", "2s", "WAKE_START_TIMEOUT", "1500ms"),
-			want: runpod.Config{URL: "http://127.0.0.1:9/v2", Key: testKey, Port: 11434, ProxyURL: "http://127.0.0.1:8/{id}",
+			Want: runpod.Config{URL: "http://127.0.0.1:9/v2", Key: testKey, Port: 11434, ProxyURL: "http://127.0.0.1:8/{id}",
 				Pods:          map[string]string{"qwen": "pod_abc123", "llama": "xedezhzb9la3ye"},
 				LookupTimeout: 2 * time.Second, StartTimeout: 1500 * time.Millisecond},
 		},
-		{name: "no key variable", env: map[string]string{}, wantErr: "WAKE_RUNPOD_API_KEY_ENV: not set"},
-		{name: "an empty key", env: with("RUNPOD_API_KEY", ""), wantErr: "WAKE_RUNPOD_API_KEY_ENV: the variable it names, RUNPOD_API_KEY, is empty"},
-		{name: "a bad port", env: with("WAKE_RUNPOD_PORT", "80000"), wantErr: `WAKE_RUNPOD_PORT: "80000" is not a port`},
-		{name: "a pod entry without id", env: with("WAKE_RUNPOD_PODS", "qwen"), wantErr: "WAKE_RUNPOD_PODS: entry 1 is not name=id"},
-		{name: "a bad pod id", env: with("WAKE_RUNPOD_PODS", "a=x,qwen=../x"), wantErr: "WAKE_RUNPOD_PODS: entry 2 (qwen): the pod id is not"},
-		{name: "a pod twice", env: with("WAKE_RUNPOD_PODS", "a=x,a=y"), wantErr: "WAKE_RUNPOD_PODS: entry 2: pod a is listed twice"},
-		{name: "a bad timeout", env: with("WAKE_START_TIMEOUT", "-1s"), wantErr: `WAKE_START_TIMEOUT: "-1s" is not a positive duration`},
-		{name: "a lookup timeout", env: with("WAKE_LOOKUP_TIMEOUT", "soon"), wantErr: `WAKE_LOOKUP_TIMEOUT: "soon" is not a positive duration`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := runpod.ConfigFromEnv(func(k string) string { return tt.env[k] })
-			if tt.wantErr != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
-					t.Fatalf("error %v, want one starting %q", err, tt.wantErr)
-				}
-				if strings.Contains(err.Error(), testKey) {
-					t.Errorf("the error quotes the key: %v", err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
-				t.Errorf("config (-want +got):\n%s", diff)
-			}
-		})
-	}
+		{Name: "no key variable", Env: plugintest.Env{}, WantErr: "WAKE_RUNPOD_API_KEY_ENV: not set"},
+		{Name: "an empty key", Env: base.With("RUNPOD_API_KEY", ""), WantErr: "WAKE_RUNPOD_API_KEY_ENV: the variable it names, RUNPOD_API_KEY, is empty"},
+		{Name: "a bad port", Env: base.With("WAKE_RUNPOD_PORT", "80000"), WantErr: `WAKE_RUNPOD_PORT: "80000" is not a port`},
+		{Name: "a pod entry without id", Env: base.With("WAKE_RUNPOD_PODS", "qwen"), WantErr: "WAKE_RUNPOD_PODS: entry 1 is not name=id"},
+		{Name: "a bad pod id", Env: base.With("WAKE_RUNPOD_PODS", "a=x,qwen=../x"), WantErr: "WAKE_RUNPOD_PODS: entry 2 (qwen): the pod id is not"},
+		{Name: "a pod twice", Env: base.With("WAKE_RUNPOD_PODS", "a=x,a=y"), WantErr: "WAKE_RUNPOD_PODS: entry 2: pod a is listed twice"},
+		{Name: "a bad timeout", Env: base.With("WAKE_START_TIMEOUT", "-1s"), WantErr: `WAKE_START_TIMEOUT: "-1s" is not a positive duration`},
+		{Name: "a lookup timeout", Env: base.With("WAKE_LOOKUP_TIMEOUT", "soon"), WantErr: `WAKE_LOOKUP_TIMEOUT: "soon" is not a positive duration`},
+	}, cmpopts.EquateEmpty())
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 	"github.com/wakeonchat/wakeonchat/plugins/runpod"
 	"github.com/wakeonchat/wakeonchat/plugins/runpod/runpodfake"
 )
@@ -28,12 +29,12 @@ func TestGetPod(t *testing.T) {
 	proxy := "https://" + podID + "-8000.proxy.runpod.net"
 	tests := []struct {
 		name    string
-		status  string                    // the pod's status in the fake; empty: no such pod
-		fail    *runpodfake.Answer        // the fake's next answer to the GET
-		handler http.HandlerFunc          // instead of the fake
-		url     func(t *testing.T) string // instead of a server
-		cfg     runpod.Config             // URL and Key are filled in
-		key     runpod.Key                // instead of the fake's key
+		status  string                  // the pod's status in the fake; empty: no such pod
+		fail    *runpodfake.Answer      // the fake's next answer to the GET
+		handler http.HandlerFunc        // instead of the fake
+		url     func(testing.TB) string // instead of a server
+		cfg     runpod.Config           // URL and Key are filled in
+		key     runpod.Key              // instead of the fake's key
 		timeout time.Duration
 		want    pluginapi.Pod
 		wantErr *pluginapi.LookupError
@@ -154,7 +155,7 @@ func TestGetPod(t *testing.T) {
 		},
 		{
 			name:    "unreachable",
-			url:     closedPort,
+			url:     plugintest.ClosedURL,
 			wantErr: &pluginapi.LookupError{Message: "runpod unreachable: ECONNREFUSED"},
 		},
 	}
@@ -180,7 +181,7 @@ func TestGetPod(t *testing.T) {
 
 			var pod pluginapi.Pod
 			var err error
-			within(t, 2*time.Second, func() { pod, err = c.GetPod(context.Background(), podID) })
+			plugintest.Within(t, 2*time.Second, func() { pod, err = c.GetPod(context.Background(), podID) })
 
 			if diff := cmp.Diff(tt.want, pod); diff != "" {
 				t.Errorf("pod (-want +got):\n%s", diff)
