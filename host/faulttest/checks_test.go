@@ -1,8 +1,14 @@
 package faulttest
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"runtime/pprof"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
@@ -110,22 +116,75 @@ func checkSecretsInPlay(t *testing.T, e *env) {
 	}
 }
 
+// The rows run in parallel, so a goroutine left behind is found twice
+// over: by the row that started it, and by the whole matrix once every row
+// has finished.
+//
+// A row's goroutines carry the pprof label rowLabel with the row's test
+// name (labelRow): a goroutine inherits its creator's labels, so the HTTP
+// servers, the plugin clients and their gRPC connections, the wake
+// watches, the test client's connections and both test servers all carry
+// it. After Shutdown, with both servers closed, checkNoLeak waits for the
+// last of them to end. A goroutine a timer started (time.AfterFunc) carries
+// no label; TestFaultMatrix's goleak.VerifyNone, after the last row, sees
+// every goroutine of the process.
+const rowLabel = "faultrow"
+
+// labelRow labels the calling goroutine, and so every goroutine it starts
+// from now on, as t's. Call it first thing in the row.
+func labelRow(t *testing.T) {
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels(rowLabel, t.Name())))
+}
+
 // leakIgnores are the goroutines goleak may find that belong to no row.
 // There are none: goleak's defaults already leave out the test runner's own
 // goroutines (the parent test waiting in t.Run, the signal loop) and the
-// goroutine that calls it; everything else — the HTTP server, the plugin
-// clients and their gRPC connections, the wake watches, the test client's
-// connections and both test servers — is stopped by the time checkNoLeak
-// runs, and goleak retries for a while so that goroutines already on their
-// way out are not reported. An ignore added here must say whose goroutine it
-// is and why it may outlive Shutdown.
+// goroutine that calls it; everything else is stopped by the time the last
+// row has ended, and goleak retries for a while so that goroutines already
+// on their way out are not reported. An ignore added here must say whose
+// goroutine it is and why it may outlive Shutdown.
 var leakIgnores []goleak.Option
 
 // checkNoLeak: after Shutdown and with both servers closed, nothing the row
-// started is still running.
+// started is still running. Goroutines already on their way out get
+// waitFor to end.
 func checkNoLeak(t *testing.T, e *env) {
 	t.Helper()
 	e.cond.close()
 	e.model.close()
-	goleak.VerifyNone(t, leakIgnores...)
+	// The row's own goroutine is labelled too: it drops the label to look.
+	pprof.SetGoroutineLabels(context.Background())
+	defer labelRow(t)
+	deadline := time.Now().Add(waitFor)
+	for {
+		left := rowGoroutines(t.Name())
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("goroutines of the row still run %v after Shutdown (each: how many, then their stack):\n\n%s", waitFor, strings.Join(left, "\n\n"))
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// rowGoroutines are the stacks of the running goroutines labelled as the
+// row name's, as the goroutine profile prints them (a count and the stack,
+// one entry for the goroutines that share both).
+func rowGoroutines(name string) []string {
+	var b strings.Builder
+	pprof.Lookup("goroutine").WriteTo(&b, 1)
+	mark := "# labels: {" // the labels are printed sorted, each key and value quoted
+	label := fmt.Sprintf("%q:%q", rowLabel, name)
+	var out []string
+	for _, stack := range strings.Split(b.String(), "\n\n") {
+		for line := range strings.Lines(stack) {
+			if labels, ok := strings.CutPrefix(line, mark); ok && slices.Contains(strings.Split(strings.TrimSuffix(strings.TrimSpace(labels), "}"), ", "), label) {
+				out = append(out, stack)
+				break
+			}
+		}
+	}
+	return out
 }

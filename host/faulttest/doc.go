@@ -32,7 +32,9 @@
 // the same session is not 409), the follow-up turn gets the model's answer
 // with the session's earlier turns in its request (history intact, and a
 // turn that reached no model stored nothing), no "turn panicked" line, no
-// goroutine left behind after Shutdown (goleak), and neither the wake token
+// goroutine of the row left behind after Shutdown (the row's goroutines carry
+// a pprof label; goleak checks the whole process after the last row), and
+// neither the wake token
 // nor the API key in any log line — at trace level, the plugins' own lines
 // included — or any response body.
 //
@@ -52,7 +54,10 @@
 //
 // Timeouts are short (lookup and start 300ms, completion 500ms) so that the
 // whole matrix runs in seconds; minutes of the wake policy pass on a fake
-// clock. TestMain builds wakehost, the two plugins and the test plugins once.
+// clock. The rows run in parallel, each in a world of its own: servers,
+// clock, data dir, log, and a plugin dir of hard links to the binaries, by
+// whose paths a row tells its plugin processes from the others'. TestMain
+// builds wakehost, the two plugins and the test plugins once.
 //
 // What the matrix does exactly as host/app's end-to-end tests do — building
 // the binaries, the concurrency-safe JSON log and its waits, the wake.toml,

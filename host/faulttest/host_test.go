@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,7 +50,11 @@ type env struct {
 	dataDir string
 	log     *e2e.Log
 
-	// gpuPlugin and providerPlugin name the plugin binaries in binDir.
+	// pluginDir is the hosts' plugin dir: hard links to binDir's binaries
+	// in a directory of the row's own (linkBinaries), so that the row's
+	// plugin processes are told from the other rows' by their executable.
+	pluginDir string
+	// gpuPlugin and providerPlugin name the plugin binaries in pluginDir.
 	gpuPlugin, providerPlugin string
 	// completionTimeout is the hosts' [agent] completion timeout.
 	completionTimeout time.Duration
@@ -78,6 +83,7 @@ func newEnv(t *testing.T) *env {
 		cond:              newServer(t),
 		model:             newServer(t),
 		dataDir:           filepath.Join(t.TempDir(), "data"),
+		pluginDir:         linkBinaries(t),
 		log:               &e2e.Log{OperatorOnly: true},
 		gpuPlugin:         e2e.ConductorBin,
 		providerPlugin:    e2e.ProviderBin,
@@ -112,8 +118,47 @@ func (e *env) options(t *testing.T) app.Options {
 		Logger:    e.log.Logger(supervisor.LevelTrace),
 		Getenv:    getenv,
 		Clock:     e.clock,
-		PluginDir: binDir,
+		PluginDir: e.pluginDir,
 	}
+}
+
+// linkBinaries makes a directory of t's own holding a hard link to each of
+// binDir's binaries, and returns it.
+func linkBinaries(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range builtBins {
+		if err := os.Link(filepath.Join(binDir, name), filepath.Join(dir, name)); err != nil {
+			t.Fatalf("linking the plugin binaries into the row's plugin dir: %v", err)
+		}
+	}
+	return dir
+}
+
+// pluginPID is the one running plugin process of the row's hosts started
+// from the binary name; none, or more than one, fails the row.
+func (e *env) pluginPID(t *testing.T, name string) int {
+	t.Helper()
+	pids := e.pluginPIDs(name)
+	if len(pids) != 1 {
+		t.Fatalf("%d processes of %s, want 1; the test's children: %v", len(pids), filepath.Join(e.pluginDir, name), e2e.ChildExecutables(os.Getpid()))
+	}
+	return pids[0]
+}
+
+// pluginPIDs are the running plugin processes of the row's hosts started
+// from any of the binaries names. The hosts run in the test's process, so
+// their plugins are the test's children.
+func (e *env) pluginPIDs(names ...string) []int {
+	var pids []int
+	for pid, exe := range e2e.ChildExecutables(os.Getpid()) {
+		for _, name := range names {
+			if exe == filepath.Join(e.pluginDir, name) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
 }
 
 // getenv is every host's environment: the wake token and the API key.

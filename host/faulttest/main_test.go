@@ -8,8 +8,10 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
 
-// binDir holds the binaries TestMain builds. It is every host's plugin dir
-// (Options.PluginDir); a row picks its plugins by their file names in it.
+// binDir holds the binaries TestMain builds, builtBins. Each row's hosts
+// get a plugin dir (Options.PluginDir) of the row's own with a hard link to
+// each of them (env.pluginDir); a row picks its plugins by their file names
+// in it.
 var binDir string
 
 // The test plugin binaries some rows name; the real ones are
@@ -21,6 +23,9 @@ const (
 	badHandshake  = "badhandshake" // testdata/badhandshake
 	testdataPaths = "./host/faulttest/testdata/"
 )
+
+// builtBins are the binaries in binDir.
+var builtBins = []string{e2e.WakehostBin, e2e.ConductorBin, e2e.ProviderBin, faultBin, badHandshake}
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 

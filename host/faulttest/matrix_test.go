@@ -12,6 +12,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"go.uber.org/goleak"
 
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 	"github.com/wakeonchat/wakeonchat/host/store"
@@ -393,10 +394,16 @@ var matrix = []row{
 	},
 }
 
-// TestFaultMatrix runs every row of the matrix on a fresh host.
+// TestFaultMatrix runs every row of the matrix on a fresh host, the rows in
+// parallel: each has its own servers, clock, data dir, plugin dir and log.
+// Once the last row has ended, no goroutine of any row is left.
 func TestFaultMatrix(t *testing.T) {
+	t.Cleanup(func() { goleak.VerifyNone(t, leakIgnores...) })
 	for _, r := range matrix {
-		t.Run(r.name, func(t *testing.T) { runRow(t, r) })
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			runRow(t, r)
+		})
 	}
 }
 

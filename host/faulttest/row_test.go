@@ -67,13 +67,14 @@ type row struct {
 
 	// startErr, when set, makes the row a start-up fault: app.New must fail
 	// with an error holding every one of these strings (binDirMark stands
-	// for the directory of the built binaries).
+	// for the row's plugin dir).
 	startErr []string
 	// startErrIs is a sentinel the start-up error must wrap.
 	startErrIs error
 }
 
-// binDirMark stands for binDir in a row's startErr.
+// binDirMark stands for the row's plugin dir (env.pluginDir) in its
+// startErr.
 const binDirMark = "{bin}"
 
 // wantLine is one operator log line: its level, and its message exactly
@@ -89,6 +90,7 @@ type wantLine struct {
 
 // runRow runs one row in a fresh world.
 func runRow(t *testing.T, r row) {
+	labelRow(t)
 	e := newEnv(t)
 	if r.gpuPlugin != "" {
 		e.gpuPlugin = r.gpuPlugin
@@ -207,7 +209,7 @@ func runStartupRow(t *testing.T, e *env, r row) {
 		t.Fatalf("app.New: no app and no error, want an error holding %q", r.startErr)
 	default:
 		for _, s := range r.startErr {
-			s = strings.ReplaceAll(s, binDirMark, binDir)
+			s = strings.ReplaceAll(s, binDirMark, e.pluginDir)
 			if !strings.Contains(err.Error(), s) {
 				t.Errorf("app.New: %v\nwant an error holding %q", err, s)
 			}

@@ -2,7 +2,6 @@ package faulttest
 
 import (
 	"net/http"
-	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -12,18 +11,8 @@ import (
 
 // The plugin faults that reach the plugin processes themselves: a signal,
 // a kill. The host runs in the test's process, so its plugins are the
-// test's children.
-
-// pluginPIDs are the running plugin processes of the row's host.
-func pluginPIDs(e *env) []int {
-	var pids []int
-	for pid, exe := range e2e.Children(os.Getpid()) {
-		if exe == e.gpuPlugin || exe == e.providerPlugin {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+// test's children; a row finds its own among them by their executables,
+// in its plugin dir (env.pluginPIDs).
 
 // sigtermPlugins sends SIGTERM to every plugin of the row's host, as
 // systemd's default stop does to every process of the unit, and answers
@@ -31,7 +20,7 @@ func pluginPIDs(e *env) []int {
 // by then.
 func sigtermPlugins(e *env, h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request, done <-chan struct{}) {
-		pids := pluginPIDs(e)
+		pids := e.pluginPIDs(e.gpuPlugin, e.providerPlugin)
 		if len(pids) != 2 {
 			e.model.t.Errorf("%d plugin processes %v, want 2", len(pids), pids)
 		}
@@ -49,7 +38,7 @@ func sigtermPlugins(e *env, h handler) handler {
 func pluginsSurvived(t *testing.T, e *env, h *host) *host {
 	t.Helper()
 	e2e.RequireProc(t)
-	if pids := pluginPIDs(e); len(pids) != 2 {
+	if pids := e.pluginPIDs(e.gpuPlugin, e.providerPlugin); len(pids) != 2 {
 		t.Errorf("%d plugin processes after the SIGTERMs, want the same 2", len(pids))
 	}
 	got, err := h.Send(http.MethodGet, "/readyz", nil, waitFor)
@@ -85,7 +74,7 @@ func awaitReadyz(t *testing.T, h *host, status int, body string) {
 func killIdleGPUPlugin(t *testing.T, e *env, h *host) *host {
 	t.Helper()
 	e2e.RequireProc(t)
-	first := e2e.ChildNamed(t, os.Getpid(), e.gpuPlugin)
+	first := e.pluginPID(t, e.gpuPlugin)
 	completions := e.model.count(routeComplete)
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -99,7 +88,7 @@ func killIdleGPUPlugin(t *testing.T, e *env, h *host) *host {
 	if n := e.model.count(routeComplete) - completions; n != 0 {
 		t.Errorf("%d completions while the plugin was relaunched, want none", n)
 	}
-	if second := e2e.ChildNamed(t, os.Getpid(), e.gpuPlugin); second == first {
+	if second := e.pluginPID(t, e.gpuPlugin); second == first {
 		t.Errorf("the conductor plugin is still process %d", first)
 	}
 	got, err := h.Send(http.MethodGet, "/api/pods/qwen", nil, waitFor)

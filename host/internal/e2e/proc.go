@@ -26,6 +26,18 @@ func RequireProc(t testing.TB) {
 // Children are the live child processes of pid (zombies left out), by pid,
 // with each one's executable's base name.
 func Children(pid int) map[int]string {
+	out := ChildExecutables(pid)
+	for child, exe := range out {
+		out[child] = filepath.Base(exe)
+	}
+	return out
+}
+
+// ChildExecutables are the live child processes of pid (zombies left out),
+// by pid, with the path of each one's executable as the kernel reports it:
+// the path it was started by, so that two hard links of one binary tell
+// their processes apart.
+func ChildExecutables(pid int) map[int]string {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat") // the pattern is valid
 	out := map[int]string{}
 	for _, path := range stats {
@@ -37,7 +49,7 @@ func Children(pid int) map[int]string {
 		if err != nil {
 			continue // it exited meanwhile
 		}
-		out[child] = filepath.Base(exe)
+		out[child] = exe
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ func TestProcessHelpers(t *testing.T) {
 	if got := ChildNamed(t, os.Getpid(), "sleep"); got != pid {
 		t.Errorf("ChildNamed(sleep) = %d, want %d", got, pid)
 	}
+	if got, want := ChildExecutables(os.Getpid())[pid], realPath(t, sleep); got != want {
+		t.Errorf("ChildExecutables()[%d] = %q, want %q", pid, got, want)
+	}
 	if !Alive(pid) {
 		t.Errorf("Alive(%d) = false for a running child", pid)
 	}
@@ -45,4 +49,15 @@ func TestProcessHelpers(t *testing.T) {
 	if Alive(1 << 30) {
 		t.Error("Alive(1<<30) = true")
 	}
+}
+
+// realPath is path with its symbolic links resolved, as /proc reports an
+// executable.
+func realPath(t *testing.T, path string) string {
+	t.Helper()
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
