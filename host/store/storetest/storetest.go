@@ -55,11 +55,12 @@ var T0 = time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
 
 // Run runs every case against the backend.
 func Run(t *testing.T, s Suite) {
-	// Each case opens stores of its own: they run in parallel, and the
-	// ones that wait on real time (leases, replicas) overlap. Turns runs
-	// alone, before the others: it gives a PostgreSQL call a 50 ms context
-	// and wants it to end in "not taken", which a busy database can turn
-	// into the context's error.
+	// Each case opens stores of its own: they run in parallel. The waits
+	// on real time, a lease and a half and a dead replica's lease, are all
+	// in LeaseTerm, so that they overlap. Turns runs alone, before the
+	// others: it gives a PostgreSQL call a 250 ms context and wants it to
+	// end in "not taken", which a busy database can turn into the
+	// context's error.
 	alone := map[string]bool{"Turns": true}
 	for _, c := range []struct {
 		name string
@@ -76,6 +77,7 @@ func Run(t *testing.T, s Suite) {
 		{"Closed", testClosed},
 		{"Cancelled", testCancelled},
 		{"Leases", testLeases},
+		{"LeaseTerm", testLeaseTerm},
 		{"Turns", testTurns},
 		{"Replicas", func(t *testing.T, s Suite) {
 			if s.Peer == nil {
