@@ -23,9 +23,13 @@ import (
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
 
-// within bounds every wait of these tests on the host process. A whole
-// simulated wake takes about 4.5 s at scale 120.
+// within bounds every wait of these tests on the host process.
 const within = 30 * time.Second
+
+// scale is the host's -scale: the simulated 9-minute wake takes about 2.3 s,
+// and the pod stops itself after 15 idle minutes, about 3.8 s, which the
+// test's turns after the wake come well within.
+const scale = "240"
 
 // hostOnly is a variable of the host's environment that no plugin may see.
 const hostOnly = "WAKE_TEST_HOST_ONLY=not-for-plugins"
@@ -38,6 +42,7 @@ const hostOnly = "WAKE_TEST_HOST_ONLY=not-for-plugins"
 // explicit environment and not the host's; one killed is relaunched the
 // same way; and a SIGTERM stops the host and them.
 func TestBuiltinPluginsServeAWake(t *testing.T) {
+	t.Parallel()
 	e2e.RequireProc(t)
 	entries, err := os.ReadDir(filepath.Dir(wakehostBin))
 	if err != nil {
@@ -119,12 +124,12 @@ func TestBuiltinPluginsServeAWake(t *testing.T) {
 // host is a wakehost child process under -simulate.
 type host struct{ *e2e.Wakehost }
 
-// startHost runs wakehostBin -simulate -scale 120 on the config at cfg, on
+// startHost runs wakehostBin -simulate at scale on the config at cfg, on
 // a free loopback port, with hostOnly its whole environment, and waits for
 // /readyz 200. The process is killed at cleanup if it still runs.
 func startHost(t *testing.T, cfg string) *host {
 	t.Helper()
-	return &host{e2e.Launch(t, wakehostBin, []string{"-simulate", "-scale", "120", "-config", cfg, "-log-format", "json"}, []string{hostOnly}, within)}
+	return &host{e2e.Launch(t, wakehostBin, []string{"-simulate", "-scale", scale, "-config", cfg, "-log-format", "json"}, []string{hostOnly}, within)}
 }
 
 // plugins are the host's two plugin processes, by kind ("conductor",

@@ -1,17 +1,17 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/wakeonchat/wakeonchat/host/internal/binaries"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 )
 
 // wakehostBin is wakehost built alone, by TestMain, into a directory that
-// holds nothing else: no plugin binary to fall back on.
+// holds nothing else: no plugin binary to fall back on. The directory is
+// kept from one run to the next (e2e.BuildHostAlone), so that a run whose
+// sources did not change links nothing.
 var wakehostBin string
 
 func TestMain(m *testing.M) {
@@ -19,16 +19,11 @@ func TestMain(m *testing.M) {
 }
 
 func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "wakehost-only-")
+	bin, err := e2e.BuildHostAlone()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if err := binaries.BuildHost(context.Background(), dir); err != nil {
 		fmt.Fprintln(os.Stderr, "wakehost tests:", err)
 		return 1
 	}
-	wakehostBin = filepath.Join(dir, binaries.Wakehost)
+	wakehostBin = bin
 	return m.Run()
 }

@@ -39,24 +39,48 @@ const (
 // builds wakehost, so that a host binary that no longer builds fails it too.
 func BuildBinaries(extra ...string) (dir string, err error) {
 	ctx := context.Background()
+	err = keptDir(ctx, "bin", extra, func(root string) error {
+		dir = root
+		return binaries.Build(ctx, dir, extra...)
+	})
+	return dir, err
+}
+
+// BuildHostAlone builds wakehost alone (binaries.BuildHost: the host with
+// its built-in plugins) into a directory that holds nothing else, and
+// returns the binary's path. Like [BuildBinaries]' directories, the
+// directory is kept from one run to the next, so that a run whose sources
+// did not change links nothing; its lock is beside it, not in it.
+func BuildHostAlone() (path string, err error) {
+	ctx := context.Background()
+	err = keptDir(ctx, "host", nil, func(root string) error {
+		dir := filepath.Join(root, "alone")
+		path = filepath.Join(dir, WakehostBin)
+		return binaries.BuildHost(ctx, dir)
+	})
+	return path, err
+}
+
+// keptDir runs build on a directory of the system's temporary directory
+// kept from one run to the next, one per module checkout, kind and set of
+// extra packages, under an exclusive lock on it.
+func keptDir(ctx context.Context, kind string, extra []string, build func(dir string) error) error {
 	root, err := binaries.ModuleRoot(ctx)
 	if err != nil {
-		return "", err
+		return err
 	}
 	key := sha256.Sum256([]byte(root + "\x00" + strings.Join(extra, "\x00")))
-	dir = filepath.Join(os.TempDir(), "wakeonchat-e2e-bin-"+hex.EncodeToString(key[:8]))
+	name := "wakeonchat-e2e-" + kind + "-" + hex.EncodeToString(key[:8])
+	dir := filepath.Join(os.TempDir(), name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
+		return err
 	}
 	unlock, err := lockDir(dir)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer unlock()
-	if err := binaries.Build(ctx, dir, extra...); err != nil {
-		return "", err
-	}
-	return dir, nil
+	return build(dir)
 }
 
 // lockDir takes an exclusive lock on dir's lock file, waiting for another

@@ -2,7 +2,8 @@
 // host/faulttest; never imported by non-test code.
 //
 // What both suites do the same way lives here: building wakehost and the
-// plugin binaries into a directory kept between runs ([BuildBinaries]), a
+// plugin binaries into a directory kept between runs ([BuildBinaries]; and
+// wakehost alone, for host/cmd/wakehost's tests, [BuildHostAlone]), a
 // concurrency-safe JSON log the hosts write and the tests read ([Log]), a
 // wake.toml for one provider on the pod qwen ([Config]), an app.App served
 // in the test's process ([Start], [Host]) with every response body
