@@ -10,6 +10,7 @@ import (
 )
 
 func TestBuildBinaries(t *testing.T) {
+	t.Parallel() // the go command's time: the package's other tests overlap it
 	if testing.Short() {
 		t.Skip("builds the host and the plugins")
 	}
@@ -38,7 +39,12 @@ func TestBuildBinaries(t *testing.T) {
 			t.Errorf("%s after the second build: %v; want the file the first build wrote, not a new one", name, err)
 		}
 	}
+}
 
+// TestBuildBinariesOfAMissingPackage: a package that does not exist fails
+// the build.
+func TestBuildBinariesOfAMissingPackage(t *testing.T) {
+	t.Parallel()
 	if _, err := BuildBinaries("./host/internal/e2e/testdata/no-such-command"); err == nil {
 		t.Error("BuildBinaries of a missing package: no error")
 	}
@@ -47,6 +53,7 @@ func TestBuildBinaries(t *testing.T) {
 // TestOnlyTestsImport: no package's non-test files import e2e (the
 // package's doc promises it), so that test helpers never reach a binary.
 func TestOnlyTestsImport(t *testing.T) {
+	t.Parallel()
 	importers, err := binaries.Importers(context.Background(), "github.com/wakeonchat/wakeonchat/host/internal/e2e")
 	if err != nil {
 		t.Fatal(err)
