@@ -31,7 +31,7 @@ func TestProbe(t *testing.T) {
 		{endpoint: "http://model/loading", want: pluginapi.ProbeResult{Status: 502, Message: "HTTP 502 from [redacted]"}},
 		{endpoint: "http://model/broken", wantErr: "provider plugin failed"},
 		{endpoint: "http://model/crash", wantErr: "provider plugin crashed"},
-		// The relaunch is 100 ms away: the call waits for it.
+		// The relaunch is due: the call waits for it.
 		{endpoint: "http://model/v1", want: pluginapi.ProbeResult{Answered: true, Status: 200}},
 	}
 	for _, tt := range tests {

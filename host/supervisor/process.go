@@ -28,10 +28,14 @@ const (
 // call at once.
 const callWait = time.Second
 
-// relaunchDelay is the wait before the attempt-th relaunch of a streak
-// (attempt >= 1).
-func relaunchDelay(attempt int) time.Duration {
+// relaunchDelay is the wait before p's attempt-th relaunch of a streak
+// (attempt >= 1), from firstRelaunchDelay, or Spec.firstRelaunch when a
+// test set it.
+func (p *process) relaunchDelay(attempt int) time.Duration {
 	d := firstRelaunchDelay
+	if p.spec.firstRelaunch > 0 {
+		d = p.spec.firstRelaunch
+	}
 	for i := 1; i < attempt && d < maxRelaunchDelay; i++ {
 		d *= 2
 	}
@@ -263,7 +267,7 @@ func (p *process) watch() {
 			p.attempt = 0
 		}
 		p.changedLocked()
-		next := relaunchDelay(p.attempt + 1)
+		next := p.relaunchDelay(p.attempt + 1)
 		p.mu.Unlock()
 		inst.kill() // the process is gone; this releases go-plugin's side
 		p.log.Warn("plugin not running; relaunching", "pid", inst.pid, "ran", ran.Round(time.Millisecond), "next_delay", next)
@@ -283,7 +287,7 @@ func (p *process) relaunch() bool {
 			return false
 		}
 		p.attempt++
-		attempt, delay := p.attempt, relaunchDelay(p.attempt)
+		attempt, delay := p.attempt, p.relaunchDelay(p.attempt)
 		p.nextLaunch = time.Now().Add(delay)
 		p.changedLocked()
 		p.mu.Unlock()
@@ -332,7 +336,7 @@ func (p *process) relaunch() bool {
 			return false
 		}
 		p.spec.Metrics.PluginRelaunchFailed(p.spec.Name)
-		p.log.Error("plugin relaunch failed", "attempt", attempt, "next_delay", relaunchDelay(attempt+1), "error", p.scrub(err.Error()))
+		p.log.Error("plugin relaunch failed", "attempt", attempt, "next_delay", p.relaunchDelay(attempt+1), "error", p.scrub(err.Error()))
 	}
 }
 

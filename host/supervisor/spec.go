@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/metrics"
 )
@@ -38,6 +39,11 @@ type Spec struct {
 	// Metrics counts the plugin's relaunches and, for a GPU plugin, the
 	// requests to the conductor. Nil counts nothing.
 	Metrics *metrics.Metrics
+
+	// firstRelaunch replaces firstRelaunchDelay in the relaunch schedule,
+	// for the tests of real plugin processes that crash them several
+	// times (QuickRelaunch in export_test.go); 0 for every other Spec.
+	firstRelaunch time.Duration
 }
 
 // ErrClosed is returned by calls made after Close.
