@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wakeonchat/wakeonchat/host/store/internal/filecheck"
 )
 
 // benchStore writes a store of sessions two-turn sessions, each message
@@ -78,7 +80,7 @@ func BenchmarkOpen(b *testing.B) {
 	})
 	b.Run("checkFile", func(b *testing.B) { // verify's child, in this process
 		for b.Loop() {
-			if err := checkFile(path); err != nil {
+			if err := filecheck.File(path); err != nil {
 				b.Fatal(err)
 			}
 		}

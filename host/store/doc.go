@@ -56,13 +56,14 @@
 // back is Equal to the one written, but its Location is UTC.
 //
 // Open checks an existing file whole before bbolt opens it for writing
-// (check.go): bbolt trusts its file, and a truncated or damaged one crashes
-// the process inside bbolt (SIGBUS from the memory map, or a failed
-// assertion in a goroutine of bbolt's own, neither of which a caller can
-// recover), so the check runs in a short child process, the executable
-// started again, where a crash only says the file is corrupt. A damaged file
-// is refused with an error wrapping ErrCorrupt; an empty one too, which
-// bbolt would silently make a new store.
+// (check.go, and internal/filecheck for the check itself): bbolt trusts its
+// file, and a truncated or damaged one crashes the process inside bbolt
+// (SIGBUS from the memory map, or a failed assertion in a goroutine of
+// bbolt's own, neither of which a caller can recover), so the check runs in
+// a short child process, the executable started again, where a crash only
+// says the file is corrupt. A damaged file is refused with an error
+// wrapping ErrCorrupt; an empty one too, which bbolt would silently make a
+// new store.
 //
 // A Store is safe for concurrent use: bbolt serialises writers, and every
 // method runs in one transaction. Only one process can hold the database

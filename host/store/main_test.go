@@ -11,10 +11,12 @@ import (
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 
 // runTests gives Open's check process a program built without the race
-// detector: under -race, starting this test binary again costs some 40 ms
-// of CPU, and the corruption suites open hundreds of damaged files. The
-// check itself is the same code either way; wakehost's own use of
-// os.Executable is what host/app's TestWakehostRefusesCorruptStore runs.
+// detector and linking package filecheck alone (testdata/checker): under
+// -race, starting this test binary again costs some 40 ms of CPU, and even
+// without it a program that links the store starts its other packages
+// first; the corruption suites open hundreds of damaged files. The check
+// itself is the same code either way; wakehost's own use of os.Executable
+// is what host/app's TestWakehostRefusesCorruptStore runs.
 func runTests(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "store-checker-")
 	if err != nil {

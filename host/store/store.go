@@ -10,21 +10,24 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/wakeonchat/wakeonchat/host/store/internal/filecheck"
 )
 
 // lockTimeout is how long Open waits for another process to release the
 // database file.
-const lockTimeout = time.Second
+const lockTimeout = filecheck.LockTimeout
 
-// The top-level buckets and the nested one under each session.
+// The top-level buckets and the nested one under each session (their names
+// are filecheck's, which reads every record by them).
 var (
-	bucketSessions = []byte("sessions")
-	bucketPending  = []byte("pending")
-	bucketPods     = []byte("pods")
-	bucketMessages = []byte("messages")
+	bucketSessions = filecheck.BucketSessions
+	bucketPending  = filecheck.BucketPending
+	bucketPods     = filecheck.BucketPods
+	bucketMessages = filecheck.BucketMessages
 	// keyLastTurn, in a session's bucket, is when its last turn was
 	// stored (timeValue).
-	keyLastTurn = []byte("lastTurn")
+	keyLastTurn = filecheck.KeyLastTurn
 )
 
 var (

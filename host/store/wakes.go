@@ -8,6 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/wakeonchat/wakeonchat/host/store/internal/filecheck"
 	"github.com/wakeonchat/wakeonchat/machines"
 )
 
@@ -17,7 +18,7 @@ import (
 const WakeLogSize = 50
 
 // bucketWakes holds one nested bucket per pod: its wake log.
-var bucketWakes = []byte("wakes")
+var bucketWakes = filecheck.BucketWakes
 
 // wakeKey is the key of the wake requested at w.RequestedAt: big-endian
 // Unix nanoseconds, so that byte order is time order.
