@@ -130,7 +130,7 @@ func TestListenerNoticesASilentDatabase(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	proxy, proxied := pgtest.NewProxy(t, dsn)
 	b := openAt(t, proxied, postgres.Options{
-		Logger: slog.New(slog.DiscardHandler), OpTimeout: 2 * time.Second, ConnectTimeout: 2 * time.Second,
+		Logger: slog.New(slog.DiscardHandler), OpTimeout: time.Second, ConnectTimeout: time.Second,
 		ListenCheck: 50 * time.Millisecond,
 	})
 	if err := b.OnRecordChange(t.Context(), func(store.RecordChange) {}); err != nil {
