@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The environment of the PostgreSQL tests.
@@ -136,11 +137,37 @@ func NewSchema(ctx context.Context, prefix string) (dsn string, drop func() erro
 	var b [6]byte
 	rand.Read(b[:])
 	name := prefix + hex.EncodeToString(b[:])
-	if err := exec(ctx, ServerDSN(), "CREATE SCHEMA "+name); err != nil {
+	if err := execServer(ctx, "CREATE SCHEMA "+name); err != nil {
 		return "", nil, err
 	}
-	drop = func() error { return exec(ctx, ServerDSN(), "DROP SCHEMA "+name+" CASCADE") }
+	drop = func() error { return execServer(ctx, "DROP SCHEMA "+name+" CASCADE") }
 	return WithSearchPath(ServerDSN(), name), drop, nil
+}
+
+// server is the pool NewSchema creates and drops schemas with, opened on
+// first use and kept for the process: a connection per schema and per drop
+// was a good part of a test's setup.
+var server struct {
+	once sync.Once
+	pool *pgxpool.Pool
+	err  error
+}
+
+// execServer runs sql on the test server (ServerDSN), on a connection of
+// server's pool, within 30 s.
+func execServer(ctx context.Context, sql string) error {
+	server.once.Do(func() {
+		server.pool, server.err = pgxpool.New(context.Background(), ServerDSN())
+	})
+	if server.err != nil {
+		return fmt.Errorf("connecting to the test PostgreSQL: %w", server.err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if _, err := server.pool.Exec(ctx, sql); err != nil {
+		return fmt.Errorf("%s: %w", sql, err)
+	}
+	return nil
 }
 
 // Exec runs sql on the schema of dsn (a DSN Schema returned), for a test
