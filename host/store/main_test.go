@@ -1,11 +1,14 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/wakeonchat/wakeonchat/host/internal/binaries"
 )
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
@@ -18,17 +21,21 @@ func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 // itself is the same code either way; wakehost's own use of os.Executable
 // is what host/app's TestWakehostRefusesCorruptStore runs.
 func runTests(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "store-checker-")
+	// In a directory kept between runs: a checker that is up to date is
+	// not linked again.
+	var checker string
+	err := binaries.Kept(context.Background(), "store-checker", nil, func(dir string) error {
+		checker = filepath.Join(dir, "bin", "checker")
+		out, err := exec.Command("go", "build", "-o", filepath.Dir(checker)+string(filepath.Separator), "./testdata/checker").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w\n%s", err, out)
+		}
+		return nil
+	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+		fmt.Fprintf(os.Stderr, "building the store checker: %v\n", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	if out, err := exec.Command("go", "build", "-o", dir, "./testdata/checker").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building the store checker: %v\n%s", err, out)
-		return 1
-	}
-	checker := filepath.Join(dir, "checker")
 	checkExecutable = func() (string, error) { return checker, nil }
 	return m.Run()
 }

@@ -1,12 +1,14 @@
 // Package binaries builds wake-on-chat's executables from source with the go
 // command: the host and its two plugins, by the names wake.toml's defaults
-// give them, and asks the go command which of the module's packages import
-// a package. The end-to-end tests and the benchmark harness use it; the
-// host itself never does.
+// give them, into directories kept between runs (Kept), and asks the go
+// command which of the module's packages import a package. The tests and
+// the benchmark harness use it; the host itself never does.
 package binaries
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // The executables Build always builds.
@@ -99,4 +102,49 @@ func Importers(ctx context.Context, pkg string) ([]string, error) {
 		}
 	}
 	return importers, nil
+}
+
+// Kept runs build on a directory of the system's temporary directory that
+// is kept from one run to the next, one per module checkout, kind and set
+// of extra strings (the packages built into it, say), under an exclusive
+// lock on it: the go command leaves a binary that is up to date as it is,
+// so a build into it whose sources did not change links nothing, which is
+// most of a build's time. The lock serialises two runs building at once;
+// the go command replaces a changed binary by renaming the new one over
+// it, which leaves a process already running the old one alone. The lock
+// file is in the directory: build may put its binaries in a subdirectory
+// that must hold nothing else.
+func Kept(ctx context.Context, kind string, extra []string, build func(dir string) error) error {
+	root, err := ModuleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	key := sha256.Sum256([]byte(root + "\x00" + strings.Join(extra, "\x00")))
+	dir := filepath.Join(os.TempDir(), "wakeonchat-"+kind+"-"+hex.EncodeToString(key[:8]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return build(dir)
+}
+
+// lockDir takes an exclusive lock on dir's lock file, waiting for another
+// holder, and returns its release.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", dir, err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }

@@ -2,13 +2,7 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
-	"syscall"
 
 	"github.com/wakeonchat/wakeonchat/host/internal/binaries"
 )
@@ -39,7 +33,7 @@ const (
 // builds wakehost, so that a host binary that no longer builds fails it too.
 func BuildBinaries(extra ...string) (dir string, err error) {
 	ctx := context.Background()
-	err = keptDir(ctx, "bin", extra, func(root string) error {
+	err = binaries.Kept(ctx, "e2e-bin", extra, func(root string) error {
 		dir = root
 		return binaries.Build(ctx, dir, extra...)
 	})
@@ -53,49 +47,10 @@ func BuildBinaries(extra ...string) (dir string, err error) {
 // did not change links nothing; its lock is beside it, not in it.
 func BuildHostAlone() (path string, err error) {
 	ctx := context.Background()
-	err = keptDir(ctx, "host", nil, func(root string) error {
+	err = binaries.Kept(ctx, "e2e-host", nil, func(root string) error {
 		dir := filepath.Join(root, "alone")
 		path = filepath.Join(dir, WakehostBin)
 		return binaries.BuildHost(ctx, dir)
 	})
 	return path, err
-}
-
-// keptDir runs build on a directory of the system's temporary directory
-// kept from one run to the next, one per module checkout, kind and set of
-// extra packages, under an exclusive lock on it.
-func keptDir(ctx context.Context, kind string, extra []string, build func(dir string) error) error {
-	root, err := binaries.ModuleRoot(ctx)
-	if err != nil {
-		return err
-	}
-	key := sha256.Sum256([]byte(root + "\x00" + strings.Join(extra, "\x00")))
-	name := "wakeonchat-e2e-" + kind + "-" + hex.EncodeToString(key[:8])
-	dir := filepath.Join(os.TempDir(), name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	unlock, err := lockDir(dir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return build(dir)
-}
-
-// lockDir takes an exclusive lock on dir's lock file, waiting for another
-// holder, and returns its release.
-func lockDir(dir string) (unlock func(), err error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", dir, err)
-	}
-	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }
