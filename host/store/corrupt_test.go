@@ -104,6 +104,19 @@ func makeGoodStore(t *testing.T) goodStore {
 	return g
 }
 
+// caseFiles numbers caseFile's files.
+var caseFiles atomic.Int64
+
+// caseFile is a path of its own for t's store file in dir, a directory of
+// t's parent, removed at t's cleanup: the corruption suites have hundreds
+// of cases, and a t.TempDir each was a directory made and removed for
+// every one of them.
+func caseFile(t *testing.T, dir string) string {
+	path := filepath.Join(dir, fmt.Sprintf("wake-%d.db", caseFiles.Add(1)))
+	t.Cleanup(func() { os.Remove(path) })
+	return path
+}
+
 // corruption makes a damaged copy of the good store's file.
 type corruption struct {
 	name   string
@@ -193,10 +206,11 @@ func corruptions(g goodStore) []corruption {
 func TestOpenRefusesCorruptStore(t *testing.T) {
 	t.Parallel()
 	g := makeGoodStore(t)
+	dir := t.TempDir()
 	for _, c := range corruptions(g) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // each check is a process: most of its time is its start
-			path := filepath.Join(t.TempDir(), "wake.db")
+			path := caseFile(t, dir)
 			if err := os.WriteFile(path, c.damage(g), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -313,6 +327,7 @@ func TestOpenAcceptsHarmlessDamage(t *testing.T) {
 func TestOpenNeverCrashes(t *testing.T) {
 	t.Parallel()
 	g := makeGoodStore(t)
+	dir := t.TempDir()
 	var refused atomic.Int32
 	t.Run("seeds", func(t *testing.T) {
 		for seed := range uint64(200) {
@@ -321,7 +336,7 @@ func TestOpenNeverCrashes(t *testing.T) {
 				r := rand.New(rand.NewPCG(seed, 3))
 				n := 1 + r.IntN(2*g.pageSize)
 				off := r.IntN(len(g.data))
-				path := filepath.Join(t.TempDir(), "wake.db")
+				path := caseFile(t, dir)
 				if err := os.WriteFile(path, garbageAt(g.data, off, n, seed), 0o600); err != nil {
 					t.Fatal(err)
 				}
