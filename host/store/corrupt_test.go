@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -226,20 +227,22 @@ func TestOpenRefusesCorruptStore(t *testing.T) {
 
 // TestCorruptErrorSaysWhat: the problem in the one line is in words for an
 // operator: the truncation the README quotes, and bbolt's description of a
-// page it crashed on without the words of a crash.
+// broken page without the words of a crash. Whether bbolt crashes on that
+// page or its check reports it first is a race inside bbolt (it reloads
+// its freelist in a goroutine of its own), so either wording passes.
 func TestCorruptErrorSaysWhat(t *testing.T) {
 	t.Parallel()
 	g := makeGoodStore(t)
 	tests := []struct {
 		c    corruption
-		want string
+		want string // a regular expression
 	}{
 		{truncated("mid-file", func(g goodStore) int { return g.hwm * g.pageSize / 2 }),
-			fmt.Sprintf("is corrupt: it is truncated to %d bytes; its last transaction needs %d pages of %d bytes; ",
-				g.hwm*g.pageSize/2, g.hwm, g.pageSize)},
+			regexp.QuoteMeta(fmt.Sprintf("is corrupt: it is truncated to %d bytes; its last transaction needs %d pages of %d bytes; ",
+				g.hwm*g.pageSize/2, g.hwm, g.pageSize))},
 		{corruption{"garbage in pages 2 and 3", func(g goodStore) []byte {
 			return garbageAt(garbage(g, 2, 1), 3*g.pageSize, g.pageSize, 2)
-		}}, "is corrupt: bbolt crashed reading it: Page expected to be: "},
+		}}, `is corrupt: (bbolt crashed reading it|bbolt's check): Page expected to be: `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.c.name, func(t *testing.T) {
@@ -249,8 +252,8 @@ func TestCorruptErrorSaysWhat(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err := Open(path)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Open: %v\nwant it to say %q", err, tt.want)
+			if err == nil || !regexp.MustCompile(tt.want).MatchString(err.Error()) {
+				t.Errorf("Open: %v\nwant it to match %q", err, tt.want)
 			}
 		})
 	}
