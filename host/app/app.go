@@ -64,6 +64,10 @@ type Options struct {
 	// in plugins.dir; wakehost sets it from os.Executable. "" offers none:
 	// every plugin must be a file in plugins.dir.
 	Executable string
+	// StatusRefresh overrides how often the status page fetches each of
+	// its parts again between pushed events (tests); 0 keeps
+	// status.DefaultRefresh.
+	StatusRefresh time.Duration
 }
 
 // App is a running host.
@@ -272,7 +276,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	a.ln = chat.Listener(ln, 0) // net/http's own refusals answer JSON too
-	a.page = a.statusPage(pod)
+	a.page = a.statusPage(pod, o.StatusRefresh)
 	if err := a.listenAdmin(); err != nil {
 		return nil, err
 	}
