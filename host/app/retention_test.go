@@ -95,17 +95,17 @@ func TestHostPrunesStoreAtStart(t *testing.T) {
 // prunedTotal counts what the store's background pruning deleted.
 const prunedTotal = "wakeonchat_store_pruned_total"
 
-// TestSessionHistoryBounded: one client sending 100 turns of 100 KiB to one
+// TestSessionHistoryBounded: one client sending 40 turns of 100 KiB to one
 // session leaves wake.db within what the session budget allows
-// ([store] session_history_bytes, 256 KiB here), not the 20 MB it sent: the
-// store keeps only the newest turns that fit, and bbolt reuses the pages of
-// the ones it deletes.
+// ([store] session_history_bytes, 256 KiB here), not the 8 MB of the turns
+// and their echoes: the store keeps only the newest turns that fit, and
+// bbolt reuses the pages of the ones it deletes.
 func TestSessionHistoryBounded(t *testing.T) {
 	t.Parallel()
 	const (
 		budget  = 256 << 10
 		message = 100 << 10
-		turns   = 100
+		turns   = 40
 		// The bound: the one session's budget and bbolt's room around it.
 		// The file grows in powers of two, and the pages of a deleted turn
 		// are free only from the next transaction on.
