@@ -64,6 +64,10 @@ type Options struct {
 	// in plugins.dir; wakehost sets it from os.Executable. "" offers none:
 	// every plugin must be a file in plugins.dir.
 	Executable string
+	// StatusRefresh overrides how often the status page fetches each of
+	// its parts again between pushed events (tests); 0 keeps
+	// status.DefaultRefresh.
+	StatusRefresh time.Duration
 }
 
 // App is a running host.
@@ -160,11 +164,6 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 	if a.store, err = a.openStore(ctx, dataDir, o.LookupEnv); err != nil {
 		return nil, err
 	}
-	// The store prunes in the background until it is closed.
-	retention := store.Retention{HistoryMaxAge: cfg.Store.HistoryMaxAge.Duration, HistoryMaxSessions: cfg.Store.HistoryMaxSessions}
-	if err := a.store.Retainer.StartPruning(retention, cfg.Store.PruneInterval.Duration, a.log); err != nil {
-		return nil, err
-	}
 	policy, err := cfg.MachinePolicy()
 	if err != nil {
 		return nil, err
@@ -174,6 +173,13 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		return nil, err
 	}
 	a.startMetrics(pod)
+	// The store prunes in the background until it is closed; the metrics
+	// count what each pass deleted.
+	retention := store.Retention{HistoryMaxAge: cfg.Store.HistoryMaxAge.Duration, HistoryMaxSessions: cfg.Store.HistoryMaxSessions}
+	pruned := func(p store.Pruned) { a.metrics.StorePruned(p.Sessions, p.Pending, p.Stamped) }
+	if err := a.store.Retainer.StartPruning(retention, cfg.Store.PruneInterval.Duration, a.log, pruned); err != nil {
+		return nil, err
+	}
 	if err := a.startPlugins(ctx, o.Getenv, o.Simulate, o.Executable); err != nil {
 		return nil, err
 	}
@@ -270,7 +276,7 @@ func New(ctx context.Context, o Options) (a *App, err error) {
 		return nil, fmt.Errorf("%s: %w", key, err)
 	}
 	a.ln = chat.Listener(ln, 0) // net/http's own refusals answer JSON too
-	a.page = a.statusPage(pod)
+	a.page = a.statusPage(pod, o.StatusRefresh)
 	if err := a.listenAdmin(); err != nil {
 		return nil, err
 	}

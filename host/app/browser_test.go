@@ -41,17 +41,33 @@ const watchStates = `(() => {
 // waking and loading again, with no reload; the chart shows the first wake
 // and that it served a turn; the page fetches the pod again on its own
 // between events;
-// the console has no error; and the page fits a phone's width. It writes
-// screenshots into the test's temp dir (kept with -keep-screenshots or
-// WAKE_KEEP_SCREENSHOTS=1), and copies the one of the second wake to
-// $WAKE_STATUS_SCREENSHOT when that is set (make screenshot).
+// the console has no error; and the page fits a phone's width. With
+// -keep-screenshots or WAKE_KEEP_SCREENSHOTS=1 it takes screenshots along
+// the way, kept; with $WAKE_STATUS_SCREENSHOT set (make screenshot) it
+// takes the one of the second wake and copies it there.
+//
+// The page fetches its parts again every statusRefresh, its shortest period
+// (status.js takes no less), rather than every 5 s: what only a fetch
+// without an event shows (the served turn, the clock as it now reads) comes
+// within a second.
 func TestStatusPageInBrowser(t *testing.T) {
 	t.Parallel()
+	const statusRefresh = time.Second
 	clk := fakeclock.New(t0)
-	h := startHost(t, hostOptions{simulate: true, clock: clk})
+	h := startHost(t, hostOptions{simulate: true, clock: clk, statusRefresh: statusRefresh})
 	b := browser.New(t)
 	p := b.Open(t, h.Base+"/")
 	p.Do(chromedp.EmulateViewport(1000, 900))
+	dst := os.Getenv(EnvStatusScreenshot)
+	// screenshot takes one only for a person to look at: kept, or the one
+	// make screenshot copies.
+	screenshot := func(name string, copied bool) string {
+		t.Helper()
+		if !browser.Keeping() && (!copied || dst == "") {
+			return ""
+		}
+		return p.Screenshot(name)
+	}
 
 	// waitState waits until the page shows pod qwen in state, by the
 	// page's own doing: the test only moves the clock and asks.
@@ -88,7 +104,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if err := pollPage(p, `document.querySelector("#pod-qwen svg.chart circle.served") !== null`); err != nil {
 		t.Errorf("the chart does not show the first wake served: %v", err)
 	}
-	p.Screenshot("ready")
+	screenshot("ready", false)
 
 	// The pod stops 15 idle minutes later; the next ask wakes it again.
 	clk.Advance(20 * time.Minute)
@@ -103,7 +119,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Errorf("no timeline of the wake in progress: %v", err)
 	}
 	// With no change to push, the page still fetches the pod again (every
-	// 5 s): it comes to show the clock as it now reads.
+	// statusRefresh): it comes to show the clock as it now reads.
 	rendered := fmt.Sprintf(`document.querySelector("#pod-qwen .live").textContent.includes(%q)`,
 		"Rendered at "+clk.Now().UTC().Format("15:04:05")+" UTC")
 	if err := pollPage(p, rendered); err != nil {
@@ -145,8 +161,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Errorf("the page got %d pushed events and swapped its fragments %d times, want at least 5 of each", got.Events, got.Swaps)
 	}
 	p.CheckNoErrors()
-	shot := p.Screenshot("second wake loading")
-	if dst := os.Getenv(EnvStatusScreenshot); dst != "" {
+	if shot := screenshot("second wake loading", true); dst != "" {
 		raw, err := os.ReadFile(shot)
 		if err == nil {
 			err = os.WriteFile(dst, raw, 0o644)
@@ -166,7 +181,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if wide > 390 {
 		t.Errorf("on a 390 px phone the page is %d px wide", wide)
 	}
-	p.Screenshot("phone")
+	screenshot("phone", false)
 	p.CheckNoErrors()
 }
 

@@ -120,10 +120,13 @@ func running(pidFile string) bool {
 // finds it EXITED and wakes it (the start script starts the model process);
 // the watch reads the status script, which says RUNNING with the model's
 // URL, and probes the model; once it answers, the next ask is the model's
-// answer. One idle second after that answer the host stops what it woke:
+// answer. Two idle seconds after that answer the host stops what it woke:
 // the stop script ends the model process, the pod is idled, and the next
-// ask says so and wakes it again.
+// ask says so and wakes it again. (The idle period also runs from the pod
+// becoming ready: the test has those two seconds to see it ready and ask,
+// on a machine busy with the other tests.)
 func TestCommandBackendWakesARealProcess(t *testing.T) {
+	t.Parallel()
 	e2e.RequireProc(t)
 	scripts, pidFile, _ := commandBackend(t)
 	cfg := filepath.Join(t.TempDir(), "wake.toml")
@@ -144,7 +147,7 @@ kind = "command"
 start = ["/bin/sh", %q]
 stop = ["/bin/sh", %q]
 status = ["/bin/sh", %q]
-stop_after_idle = "1s"
+stop_after_idle = "2s"
 
 [[providers]]
 name = "qwen"
@@ -171,6 +174,7 @@ api_key_env = ""
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Ready once the watch has read RUNNING and the model answered its probe.
+	deadline = time.Now().Add(waitFor)
 	for {
 		code, view, err := h.get("/api/pods/qwen")
 		if err == nil && code == http.StatusOK && json.Valid([]byte(view)) {

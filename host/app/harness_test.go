@@ -69,6 +69,8 @@ type hostOptions struct {
 	// level is the lowest log level kept. Zero (slog.LevelInfo) means
 	// debug: no test wants fewer lines.
 	level slog.Level
+	// statusRefresh is Options.StatusRefresh (0: the page's default).
+	statusRefresh time.Duration
 }
 
 // testHost is a running app.App and what the test sees of it.
@@ -130,6 +132,8 @@ func startHost(t *testing.T, o hostOptions) *testHost {
 		Getenv:     func(k string) string { return env[k] },
 		Clock:      o.clock,
 		PluginDir:  binDir,
+
+		StatusRefresh: o.statusRefresh,
 	}, logs, nil)
 	return &testHost{Host: h, clock: o.clock, log: logs}
 }

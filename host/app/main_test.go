@@ -1,8 +1,11 @@
 package app_test
 
 import (
+	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
@@ -19,7 +22,19 @@ func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// parallel is how many of the tests run at once unless -parallel says: more
+// than the CPUs (go test's default), since they mostly wait, on real-time
+// timers, on child processes (wakehost, the plugins, Chromium) and on the
+// database, rather than compute.
+const parallel = 8
+
 func run(m *testing.M) int {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		flag.Set("test.parallel", strconv.Itoa(max(parallel, runtime.GOMAXPROCS(0))))
+	}
 	dir, err := e2e.BuildBinaries("./host/app/testdata/oldplugin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "app e2e tests:", err)

@@ -710,14 +710,18 @@ func TestOpenAICrossSiteSimplePostWakesNothing(t *testing.T) {
 // documented error event (the SDK raises it) and a clean end of the
 // response, not a cut connection; an answer that keeps coming streams for
 // longer than completion_timeout, to its end.
+//
+// completion_timeout is 600 ms of real time: each gap of the long answer
+// (150 ms) has 450 ms to spare on a busy machine, and the answer still
+// takes longer than the timeout.
 func TestOpenAIStreamIsBoundedBySilences(t *testing.T) {
 	t.Parallel()
-	const timeout = time.Second
+	const timeout = 600 * time.Millisecond
 	h, c := startDoor(t, doorOptions{completionTimeout: timeout})
 	s := h.sim(t)
 	wakeToReady(t, h, c)
 
-	s.SetStreamGap(timeout / 3) // "echo: ", "a ", "long ", "answer ", "that ", "keeps ", "coming": 2 s
+	s.SetStreamGap(timeout / 4) // "echo: ", "a ", "long ", "answer ", "that ", "keeps ", "coming": 6 gaps, 900 ms
 	began := time.Now()
 	st := streamSDK(t, c, userTurn("a long answer that keeps coming"))
 	if st.content != "echo: a long answer that keeps coming" {

@@ -18,7 +18,9 @@ import (
 // TestHostPrunesStoreAtStart: a host started on a store with a session
 // whose last turn is older than history_max_age (default 720h) and a
 // pending wake older than wake_watch (default 35m) deletes both at start,
-// on its clock, says so in one "store pruned" line, and keeps the rest.
+// on its clock, counts them in wakeonchat_store_pruned_total, says so in
+// one "store pruned" line on its log (logged before the count), and keeps
+// the rest.
 func TestHostPrunesStoreAtStart(t *testing.T) {
 	t.Parallel()
 	dataDir := t.TempDir()
@@ -49,7 +51,23 @@ func TestHostPrunesStoreAtStart(t *testing.T) {
 
 	clk := fakeclock.New(t0)
 	h := startHost(t, hostOptions{conductorURL: startSim(t, clk).URL(), dataDir: dataDir, clock: clk})
-	line := h.log.WaitLine(t, store.LinePruned, 1, waitFor)
+	// The pass at start: one counts both (a scrape may come between the
+	// two series).
+	pruned := func() map[string]float64 {
+		s := scrapeAt(t, h.Client, h.Base)
+		return map[string]float64{"sessions": s.sum(prunedTotal, "what=sessions"), "pending": s.sum(prunedTotal, "what=pending")}
+	}
+	counted := pruned()
+	for deadline := time.Now().Add(waitFor); counted["sessions"] == 0 || counted["pending"] == 0; counted = pruned() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s after %v: %v, want the pass at start counted", prunedTotal, waitFor, counted)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if diff := cmp.Diff(map[string]float64{"sessions": 1, "pending": 1}, counted); diff != "" {
+		t.Errorf("%s (-want +got):\n%s", prunedTotal, diff)
+	}
+	line := h.logged(t, store.LinePruned)
 	got := map[string]any{"level": line.Level, "sessions": line.Attrs["sessions"], "pending": line.Attrs["pending"]}
 	want := map[string]any{"level": "INFO", "sessions": 1.0, "pending": 1.0}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -74,17 +92,20 @@ func TestHostPrunesStoreAtStart(t *testing.T) {
 	}
 }
 
-// TestSessionHistoryBounded: one client sending 100 turns of 100 KiB to one
+// prunedTotal counts what the store's background pruning deleted.
+const prunedTotal = "wakeonchat_store_pruned_total"
+
+// TestSessionHistoryBounded: one client sending 40 turns of 100 KiB to one
 // session leaves wake.db within what the session budget allows
-// ([store] session_history_bytes, 256 KiB here), not the 20 MB it sent: the
-// store keeps only the newest turns that fit, and bbolt reuses the pages of
-// the ones it deletes.
+// ([store] session_history_bytes, 256 KiB here), not the 8 MB of the turns
+// and their echoes: the store keeps only the newest turns that fit, and
+// bbolt reuses the pages of the ones it deletes.
 func TestSessionHistoryBounded(t *testing.T) {
 	t.Parallel()
 	const (
 		budget  = 256 << 10
 		message = 100 << 10
-		turns   = 100
+		turns   = 40
 		// The bound: the one session's budget and bbolt's room around it.
 		// The file grows in powers of two, and the pages of a deleted turn
 		// are free only from the next transaction on.

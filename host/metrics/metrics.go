@@ -104,6 +104,7 @@ type Metrics struct {
 	pluginUp       *pluginUp
 	conductor      *prometheus.CounterVec
 	held           prometheus.Gauge
+	pruned         *prometheus.CounterVec
 
 	subscribersOnce sync.Once
 	subscribers     atomic.Pointer[func() int]
@@ -165,13 +166,20 @@ func New(o Options) *Metrics {
 			Namespace: namespace, Name: "held_requests",
 			Help: "OpenAI door requests being held while their pod wakes (cold_start = \"hold\").",
 		}),
+		pruned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "store_pruned_total",
+			Help: "What the store's background pruning did, by what: sessions and pending (expired pending wakes) deleted, stamped (sessions of an older host given a last turn).",
+		}, []string{"what"}),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.wakes, m.stops, m.phases, m.podState, m.turns, m.turnSeconds,
-		m.restarts, m.relaunchFailed, m.pluginUp, m.conductor, m.held,
+		m.restarts, m.relaunchFailed, m.pluginUp, m.conductor, m.held, m.pruned,
 	)
+	for _, what := range prunedWhat {
+		m.pruned.WithLabelValues(what)
+	}
 	for _, pod := range o.Pods {
 		for _, outcome := range outcomes {
 			m.wakes.WithLabelValues(pod, outcome)
@@ -186,6 +194,10 @@ func New(o Options) *Metrics {
 
 // outcomes are the values machines.Record.Outcome names.
 var outcomes = machines.Outcomes()
+
+// prunedWhat are the what labels of wakeonchat_store_pruned_total, in
+// StorePruned's order.
+var prunedWhat = []string{"sessions", "pending", "stamped"}
 
 // Registry is where the metrics are registered (tests gather from it).
 func (m *Metrics) Registry() *prometheus.Registry {
@@ -218,6 +230,18 @@ func (m *Metrics) ConductorRequest(kind, result string) {
 		return
 	}
 	m.conductor.WithLabelValues(kind, result).Inc()
+}
+
+// StorePruned counts what one pass of the store's background pruning did,
+// the counts of its "store pruned" line: sessions and pending wakes
+// deleted, sessions stamped.
+func (m *Metrics) StorePruned(sessions, pending, stamped int) {
+	if m == nil {
+		return
+	}
+	for i, n := range []int{sessions, pending, stamped} {
+		m.pruned.WithLabelValues(prunedWhat[i]).Add(float64(n))
+	}
 }
 
 // Hold counts a held request in; the func it returns counts it out.

@@ -394,6 +394,29 @@ wakeonchat_conductor_requests_total{kind="start",result="in_flight"} 1
 	}
 }
 
+// TestStorePruned: each pass of the store's pruning adds its counts; the
+// series exist, at zero, before the first.
+func TestStorePruned(t *testing.T) {
+	m := newMetrics(t)
+	head := `# HELP wakeonchat_store_pruned_total What the store's background pruning did, by what: sessions and pending (expired pending wakes) deleted, stamped (sessions of an older host given a last turn).
+# TYPE wakeonchat_store_pruned_total counter
+`
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(head+`wakeonchat_store_pruned_total{what="pending"} 0
+wakeonchat_store_pruned_total{what="sessions"} 0
+wakeonchat_store_pruned_total{what="stamped"} 0
+`), "wakeonchat_store_pruned_total"); err != nil {
+		t.Errorf("before any pass: %v", err)
+	}
+	m.StorePruned(1, 0, 3)
+	m.StorePruned(200, 2, 0)
+	if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(head+`wakeonchat_store_pruned_total{what="pending"} 2
+wakeonchat_store_pruned_total{what="sessions"} 201
+wakeonchat_store_pruned_total{what="stamped"} 3
+`), "wakeonchat_store_pruned_total"); err != nil {
+		t.Errorf("after two passes: %v", err)
+	}
+}
+
 func TestHold(t *testing.T) {
 	m := newMetrics(t)
 	held := func() float64 { return gaugeValue(t, m, "wakeonchat_held_requests") }
@@ -475,6 +498,7 @@ func TestNil(t *testing.T) {
 	m.PluginRelaunched("p")
 	m.PluginRelaunchFailed("p")
 	m.EventSubscribers(func() int { return 1 })
+	m.StorePruned(1, 1, 1)
 	m.PodRecord(rec(machines.Ready, t0))
 	m.RecordChanged(rec(machines.Waking, t0), rec(machines.Ready, t0))
 	if m.Registry() != nil {

@@ -137,9 +137,10 @@ type Retainer interface {
 	// when ctx ends.
 	Prune(ctx context.Context, now time.Time, r Retention) (Pruned, error)
 	// StartPruning runs Prune in the background every interval until
-	// Close, logging LinePruned and LinePruneFailed. It does not block:
-	// each pass has a context that Close ends.
-	StartPruning(r Retention, interval time.Duration, log *slog.Logger) error
+	// Close, logging LinePruned and LinePruneFailed, and gives what each
+	// pass that did something did to pruned (nil: nobody), after its
+	// line. It does not block: each pass has a context that Close ends.
+	StartPruning(r Retention, interval time.Duration, log *slog.Logger, pruned func(Pruned)) error
 }
 
 // Backend is s's capabilities: all but Turns and Changes, which a store one

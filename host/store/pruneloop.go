@@ -27,12 +27,13 @@ type PruneLoop struct {
 
 // Start runs prune in the background with r: once at once, then every
 // interval, as of now(), until Stop. A pass that did something logs
-// LinePruned at INFO with its counts; a pass that fails logs
-// LinePruneFailed at ERROR, and the next one tries again. It fails when
-// interval is not positive, when the loop already runs, and after Stop
-// (ErrClosed). A nil log is slog.Default().
+// LinePruned at INFO with its counts and then, when pruned is not nil,
+// calls it with them; a pass that fails logs LinePruneFailed at ERROR, and
+// the next one tries again. It fails when interval is not positive, when
+// the loop already runs, and after Stop (ErrClosed). A nil log is
+// slog.Default().
 func (l *PruneLoop) Start(prune func(context.Context, time.Time, Retention) (Pruned, error), now func() time.Time,
-	r Retention, interval time.Duration, log *slog.Logger) error {
+	r Retention, interval time.Duration, log *slog.Logger, pruned func(Pruned)) error {
 	if interval <= 0 {
 		return fmt.Errorf("store: prune interval %v: must be positive", interval)
 	}
@@ -55,7 +56,7 @@ func (l *PruneLoop) Start(prune func(context.Context, time.Time, Retention) (Pru
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
-			pass(ctx, prune, now, r, log)
+			pass(ctx, prune, now, r, log, pruned)
 			select {
 			case <-ctx.Done():
 				return
@@ -66,9 +67,10 @@ func (l *PruneLoop) Start(prune func(context.Context, time.Time, Retention) (Pru
 	return nil
 }
 
-// pass is one Prune of the background pruning, logged.
+// pass is one Prune of the background pruning, logged, and reported to
+// pruned when it did something.
 func pass(ctx context.Context, prune func(context.Context, time.Time, Retention) (Pruned, error), now func() time.Time,
-	r Retention, log *slog.Logger) {
+	r Retention, log *slog.Logger, pruned func(Pruned)) {
 	start := time.Now()
 	p, err := prune(ctx, now(), r)
 	switch {
@@ -80,6 +82,9 @@ func pass(ctx context.Context, prune func(context.Context, time.Time, Retention)
 	case p != Pruned{}:
 		log.Info(LinePruned, "sessions", p.Sessions, "pending", p.Pending, "stamped", p.Stamped,
 			"took", time.Since(start).Round(time.Millisecond))
+		if pruned != nil {
+			pruned(p)
+		}
 	}
 }
 

@@ -202,12 +202,13 @@ func (s *Store) inBatches(ctx context.Context, n int, fn func(tx *bolt.Tx, i int
 
 // StartPruning runs Prune in the background with r: once at once, then
 // every interval, with the store's clock (Options.Now), until Close. A pass
-// that did something logs LinePruned at INFO with its counts; a pass that
-// fails logs LinePruneFailed at ERROR, and the next one tries again. It
-// fails when interval is not positive, when pruning already runs and after
-// Close. A nil log is slog.Default().
-func (s *Store) StartPruning(r Retention, interval time.Duration, log *slog.Logger) error {
-	return s.pruning.Start(s.Prune, s.now, r, interval, log)
+// that did something logs LinePruned at INFO with its counts, then gives
+// them to pruned (when not nil); a pass that fails logs LinePruneFailed at
+// ERROR, and the next one tries again. It fails when interval is not
+// positive, when pruning already runs and after Close. A nil log is
+// slog.Default().
+func (s *Store) StartPruning(r Retention, interval time.Duration, log *slog.Logger, pruned func(Pruned)) error {
+	return s.pruning.Start(s.Prune, s.now, r, interval, log, pruned)
 }
 
 // stopPruning stops the background pruning and waits for it; later

@@ -307,8 +307,9 @@ func (r *recorder) lines() []logLine {
 }
 
 // TestPruningInBackground: StartPruning prunes once at once and then every
-// interval on the store's clock, logs what each pass removed, and Close
-// stops it (synctest fails the test if its goroutine outlives the bubble).
+// interval on the store's clock, logs what each pass removed and then
+// reports it, and Close stops it (synctest fails the test if its goroutine
+// outlives the bubble).
 func TestPruningInBackground(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -341,7 +342,21 @@ func TestPruningInBackground(t *testing.T) {
 		turn("new")
 
 		log := &recorder{}
-		if err := s.StartPruning(Retention{HistoryMaxAge: time.Hour}, 10*time.Minute, slog.New(log)); err != nil {
+		// Each report, with how many lines were logged when it came.
+		type report struct {
+			Pruned Pruned
+			Lines  int
+		}
+		var (
+			mu      sync.Mutex
+			reports []report
+		)
+		onPass := func(p Pruned) {
+			mu.Lock()
+			defer mu.Unlock()
+			reports = append(reports, report{p, len(log.lines())})
+		}
+		if err := s.StartPruning(Retention{HistoryMaxAge: time.Hour}, 10*time.Minute, slog.New(log), onPass); err != nil {
 			t.Fatal(err)
 		}
 		pruned := func(sessions, pending int64) logLine {
@@ -369,6 +384,17 @@ func TestPruningInBackground(t *testing.T) {
 			if diff := cmp.Diff(step.want, log.lines()); diff != "" {
 				t.Errorf("log at +%v (-want +got):\n%s", step.at, diff)
 			}
+			// Each line's pass is reported, after its line.
+			var want []report
+			for i, l := range step.want {
+				want = append(want, report{Pruned{Sessions: int(l.Sessions), Pending: int(l.Pending)}, i + 1})
+			}
+			mu.Lock()
+			got := slices.Clone(reports)
+			mu.Unlock()
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("reports at +%v (-want +got):\n%s", step.at, diff)
+			}
 			if got := has("old"); got != step.old {
 				t.Errorf("session old at +%v: there %v, want %v", step.at, got, step.old)
 			}
@@ -379,7 +405,7 @@ func TestPruningInBackground(t *testing.T) {
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.StartPruning(Retention{}, time.Minute, slog.New(log)); !errors.Is(err, ErrClosed) {
+		if err := s.StartPruning(Retention{}, time.Minute, slog.New(log), nil); !errors.Is(err, ErrClosed) {
 			t.Errorf("StartPruning after Close: %v, want ErrClosed", err)
 		}
 	})

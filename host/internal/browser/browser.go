@@ -106,8 +106,10 @@ func New(t testing.TB) *Browser {
 	return &Browser{ctx: ctx, dir: screenshotDir(t)}
 }
 
-// keeping reports whether screenshots are kept.
-func keeping() bool {
+// Keeping reports whether screenshots are kept (-keep-screenshots, or
+// WAKE_KEEP_SCREENSHOTS set): a test whose screenshots are only for a
+// person to look at takes them only then.
+func Keeping() bool {
 	v := os.Getenv(EnvKeepScreenshots)
 	return *keepScreenshots || (v != "" && v != "0")
 }
@@ -116,7 +118,7 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
 // screenshotDir is t's temporary directory, or a kept one.
 func screenshotDir(t testing.TB) string {
-	if !keeping() {
+	if !Keeping() {
 		return t.TempDir()
 	}
 	dir, err := os.MkdirTemp("", "wakeonchat-screenshots-"+unsafeName.ReplaceAllString(t.Name(), "_")+"-")
@@ -296,7 +298,7 @@ func (p *Page) Screenshot(name string) string {
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		p.t.Fatalf("browser: screenshot %s: %v", name, err)
 	}
-	if keeping() {
+	if Keeping() {
 		p.t.Logf("browser: screenshot %s", path)
 	}
 	return path

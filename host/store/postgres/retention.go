@@ -132,9 +132,9 @@ func (s *Store) exec(ctx context.Context, what, sql string, args ...any) (int64,
 
 // StartPruning runs Prune in the background with r: once at once, then
 // every interval, with the store's clock, until Close (store.PruneLoop).
-func (s *Store) StartPruning(r store.Retention, interval time.Duration, log *slog.Logger) error {
+func (s *Store) StartPruning(r store.Retention, interval time.Duration, log *slog.Logger, pruned func(store.Pruned)) error {
 	if s.closed.Load() {
 		return store.ErrClosed
 	}
-	return s.pruning.Start(s.Prune, s.now, r, interval, log)
+	return s.pruning.Start(s.Prune, s.now, r, interval, log, pruned)
 }

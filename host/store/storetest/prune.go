@@ -182,12 +182,12 @@ func testPrune(t *testing.T, s Suite) {
 		st, _ := open(t, s, 0)
 		discard := slog.New(slog.DiscardHandler)
 		for _, d := range []time.Duration{0, -time.Minute} {
-			if err := st.Retainer.StartPruning(store.Retention{}, d, discard); err == nil {
+			if err := st.Retainer.StartPruning(store.Retention{}, d, discard, nil); err == nil {
 				t.Errorf("StartPruning every %v: no error, want one", d)
 			}
 		}
-		must(t, st.Retainer.StartPruning(store.Retention{}, time.Hour, discard))
-		if err := st.Retainer.StartPruning(store.Retention{}, time.Hour, discard); err == nil {
+		must(t, st.Retainer.StartPruning(store.Retention{}, time.Hour, discard, nil))
+		if err := st.Retainer.StartPruning(store.Retention{}, time.Hour, discard, nil); err == nil {
 			t.Error("a second StartPruning: no error, want one")
 		}
 	})

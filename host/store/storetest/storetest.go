@@ -152,7 +152,7 @@ func testClosed(t *testing.T, s Suite) {
 		},
 		"Prune": func() error { _, err := st.Retainer.Prune(context.Background(), T0, store.Retention{}); return err },
 		"StartPruning": func() error {
-			return st.Retainer.StartPruning(store.Retention{}, time.Minute, nil)
+			return st.Retainer.StartPruning(store.Retention{}, time.Minute, nil, nil)
 		},
 	}
 	for name, call := range calls {
