@@ -210,22 +210,18 @@ func (m *fakeModel) Complete(ctx context.Context, msgs []pluginapi.Message, _ re
 }
 
 // logSink collects the JSON log. Tests read it while background goroutines
-// write; every write wakes the waiters.
+// write, after the event that follows the lines they look for.
 type logSink struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	changed chan struct{}
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
-func newLogSink() *logSink { return &logSink{changed: make(chan struct{})} }
+func newLogSink() *logSink { return &logSink{} }
 
 func (s *logSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n, err := s.buf.Write(p)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	return n, err
+	return s.buf.Write(p)
 }
 
 func (s *logSink) String() string {
@@ -261,6 +257,27 @@ func parseLog(t *testing.T, text string) []logLine {
 }
 
 // find returns the log lines whose message is msg.
+// logged is the first line that match accepts, which must be logged
+// already: call it after the event that follows the line. desc names the
+// line in the failure.
+func (s *logSink) logged(t *testing.T, desc string, match func(logLine) bool) logLine {
+	t.Helper()
+	for _, l := range parseLog(t, s.String()) {
+		if match(l) {
+			return l
+		}
+	}
+	t.Fatalf("no log line %s; the log:\n%s", desc, s)
+	return logLine{}
+}
+
+// one is the first line whose message is msg, which must be logged
+// already (see logged).
+func (s *logSink) one(t *testing.T, msg string) logLine {
+	t.Helper()
+	return s.logged(t, fmt.Sprintf("%q", msg), func(l logLine) bool { return l.Msg == msg })
+}
+
 func (s *logSink) find(t *testing.T, msg string) []logLine {
 	t.Helper()
 	var out []logLine
@@ -270,32 +287,4 @@ func (s *logSink) find(t *testing.T, msg string) []logLine {
 		}
 	}
 	return out
-}
-
-// waitFor blocks until a line with message msg is logged and returns it.
-func (s *logSink) waitFor(t *testing.T, msg string) logLine {
-	t.Helper()
-	return s.waitMatch(t, fmt.Sprintf("%q", msg), func(l logLine) bool { return l.Msg == msg })
-}
-
-// waitMatch blocks until a line that match accepts is logged and returns it;
-// desc names the line in the failure.
-func (s *logSink) waitMatch(t *testing.T, desc string, match func(logLine) bool) logLine {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		s.mu.Lock()
-		text, changed := s.buf.String(), s.changed
-		s.mu.Unlock()
-		for _, l := range parseLog(t, text) {
-			if match(l) {
-				return l
-			}
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			t.Fatalf("waited %v for the log line %s; the log:\n%s", waitLimit, desc, text)
-		}
-	}
 }

@@ -131,10 +131,15 @@ type harness struct {
 	coord    *wake.Coordinator
 	logger   *slog.Logger
 	logs     *logSink
-	models   map[string]agent.Model
-	tokens   atomic.Int64
-	api      *api           // the server whose chain is ["a"]
-	servers  []*chat.Server // every server, for Wait
+	// outcomes and watchEnds receive the coordinator's Started and Watched
+	// hooks: a start's outcome fed to the machine and logged, a watch
+	// returned after its lines.
+	outcomes  chan string
+	watchEnds chan time.Time
+	models    map[string]agent.Model
+	tokens    atomic.Int64
+	api       *api           // the server whose chain is ["a"]
+	servers   []*chat.Server // every server, for Wait
 	// listen serves a handler until the test ends: on a loopback socket
 	// (listenTCP), or in memory for a harness in a synctest bubble
 	// (listenPipe).
@@ -193,10 +198,8 @@ func newHarnessOn(t *testing.T, listen func(*testing.T, http.Handler) *api) *har
 		t.Fatal(err)
 	}
 	h.logger = slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	h.coord = wake.New(wake.Config{
-		Pod: h.policy, Records: st, GPU: h.gpu, Clock: h.clock, Logger: h.logger,
-		WatchPoll: 60 * time.Second, StartTimeout: 3 * time.Second,
-	})
+	h.outcomes, h.watchEnds = make(chan string, 64), make(chan time.Time, 64)
+	h.coord = wake.New(h.wakeConfig())
 	t.Cleanup(func() { h.closeCoordinator(t) })
 	h.resolver = resolve.NewResolver(h.gpu, "qwen", "/v1")
 	h.resolver.SetObserver(h.coord)
@@ -296,6 +299,48 @@ func (h *harness) waitStart(t *testing.T) {
 	case <-h.gpu.started:
 	case <-time.After(waitLimit):
 		t.Fatalf("no StartPod within %v (starts so far: %d)", waitLimit, h.gpu.startCount())
+	}
+}
+
+// wakeConfig is the harness's coordinator's configuration: no wake log,
+// its hooks feeding waitOutcome and waitWatchEnd.
+func (h *harness) wakeConfig() wake.Config {
+	return wake.Config{
+		Pod: h.policy, Records: h.store, GPU: h.gpu, Clock: h.clock, Logger: h.logger,
+		WatchPoll: 60 * time.Second, StartTimeout: 3 * time.Second,
+		Started: func(pod string) { notify(h.outcomes, pod) },
+		Watched: func(_ string, wake time.Time) { notify(h.watchEnds, wake) },
+	}
+}
+
+// notify sends v on ch without blocking: the hooks must not block, and a
+// test that waits for none leaves the buffer to fill.
+func notify[T any](ch chan T, v T) {
+	select {
+	case ch <- v:
+	default:
+	}
+}
+
+// waitOutcome waits until the start a wake sent has its outcome fed to
+// the machine and logged (wake.Config.Started).
+func (h *harness) waitOutcome(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.outcomes:
+	case <-time.After(waitLimit):
+		t.Fatalf("no start outcome within %v", waitLimit)
+	}
+}
+
+// waitWatchEnd waits until a wake's watch has returned, its lines logged
+// (wake.Config.Watched).
+func (h *harness) waitWatchEnd(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.watchEnds:
+	case <-time.After(waitLimit):
+		t.Fatalf("no wake watch ended within %v", waitLimit)
 	}
 }
 

@@ -30,7 +30,8 @@ func TestLegacyWakeSequence(t *testing.T) {
 	if n := len(h.logs.find(t, "provider not ready for pod qwen (status EXITED) → wake")); n != 1 {
 		t.Errorf("%d wake decision lines, want 1; the log:\n%s", n, h.logs)
 	}
-	h.logs.waitFor(t, inFlightLine)
+	h.waitOutcome(t)
+	h.logs.one(t, inFlightLine)
 
 	// The conductor creates the replacement pod. Three minutes on, the
 	// second ask waits and starts nothing.
@@ -111,7 +112,8 @@ func TestLegacyWakeAgainBeyondTheWindow(t *testing.T) {
 			h.armed(t, 1)
 			h.clock.Advance(tt.gap)
 			if tt.watchLine != "" {
-				if l := h.logs.waitFor(t, tt.watchLine); l.Level != "ERROR" {
+				h.waitWatchEnd(t)
+				if l := h.logs.one(t, tt.watchLine); l.Level != "ERROR" {
 					t.Errorf("never-ready logged at %s, want ERROR", l.Level)
 				}
 			}
@@ -258,7 +260,8 @@ func TestLegacyStartOutcomes(t *testing.T) {
 			if diff := cmp.Diff(chatReply{Reply: replyWaking, SessionID: "s1"}, h.api.on(t).ask("s1", "hi")); diff != "" {
 				t.Errorf("first ask (-want +got):\n%s", diff)
 			}
-			l := h.logs.waitMatch(t, tt.wantLine, func(l logLine) bool { return lineMatches(tt.wantLine, l.Msg) })
+			h.waitOutcome(t)
+			l := h.logs.logged(t, tt.wantLine, func(l logLine) bool { return lineMatches(tt.wantLine, l.Msg) })
 			if l.Level != tt.wantLevel {
 				t.Errorf("%q at %s, want %s", tt.wantLine, l.Level, tt.wantLevel)
 			}
@@ -291,7 +294,8 @@ func TestLegacyReadyThenStopped(t *testing.T) {
 	h.gpu.set(readyPod("2026-09-09T12:34:10Z"))
 	h.armed(t, 1)
 	h.clock.Advance(8 * time.Minute)
-	if l := h.logs.waitFor(t, "wake ready for pod qwen: ready since 12:34 UTC"); l.Level != "INFO" {
+	h.waitWatchEnd(t)
+	if l := h.logs.one(t, "wake ready for pod qwen: ready since 12:34 UTC"); l.Level != "INFO" {
 		t.Errorf("ready line at %s, want INFO", l.Level)
 	}
 	if diff := cmp.Diff(chatReply{Reply: answerTo("hi again"), SessionID: "s1"}, h.api.ask("s1", "hi again")); diff != "" {

@@ -154,7 +154,8 @@ func wakeAsk(t *testing.T, h *harness) {
 		t.Fatalf("waking ask (-want +got):\n%s", diff)
 	}
 	h.waitStart(t)
-	h.logs.waitFor(t, inFlightLine)
+	h.waitOutcome(t)
+	h.logs.one(t, inFlightLine)
 }
 
 // readyByView wakes the pod; 9 minutes on, the conductor reports the
@@ -200,7 +201,8 @@ func startOutcome(res pluginapi.StartResult, line string) func(t *testing.T, h *
 		h.gpu.onStart(func(context.Context, string) (pluginapi.StartResult, error) { return res, nil })
 		h.api.on(t).ask("s1", "hi")
 		h.waitStart(t)
-		h.logs.waitFor(t, line)
+		h.waitOutcome(t)
+		h.logs.one(t, line)
 	}
 }
 
@@ -211,7 +213,8 @@ func neverReadyPod(t *testing.T, h *harness) {
 	h.gpu.set(creatingPod())
 	h.armed(t, 1)
 	h.clock.Advance(35 * time.Minute)
-	h.logs.waitMatch(t, "wake never-ready", func(l logLine) bool { return strings.HasPrefix(l.Msg, "wake never-ready for pod qwen: ") })
+	h.waitWatchEnd(t)
+	h.logs.logged(t, "wake never-ready", func(l logLine) bool { return strings.HasPrefix(l.Msg, "wake never-ready for pod qwen: ") })
 }
 
 // TestPodReportAgrees: in every state, GET /api/pods/qwen's state, status
@@ -472,10 +475,9 @@ func TestPodReportEstimate(t *testing.T) {
 	h := newHarness(t)
 	// The harness's coordinator, over the same store, now with its log.
 	h.closeCoordinator(t)
-	h.coord = wake.New(wake.Config{
-		Pod: h.policy, Records: h.store, Wakes: h.store, GPU: h.gpu, Clock: h.clock, Logger: h.logger,
-		WatchPoll: 60 * time.Second, StartTimeout: 3 * time.Second,
-	})
+	cfg := h.wakeConfig()
+	cfg.Wakes = h.store
+	h.coord = wake.New(cfg)
 	h.resolver.SetObserver(h.coord)
 	h.api = h.serve(t, []string{"a"}, nil)
 	field := func(rep map[string]any, names ...string) []any {
