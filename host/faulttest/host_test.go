@@ -84,7 +84,7 @@ func newEnv(t *testing.T) *env {
 		model:             newServer(t),
 		dataDir:           filepath.Join(t.TempDir(), "data"),
 		pluginDir:         linkBinaries(t),
-		log:               &e2e.Log{OperatorOnly: true},
+		log:               &e2e.Log{},
 		gpuPlugin:         e2e.ConductorBin,
 		providerPlugin:    e2e.ProviderBin,
 		completionTimeout: completionTimeout,

@@ -7,18 +7,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // Log collects a host's JSON log lines (slog's JSON handler writes into
 // it). It is safe for concurrent use: the hosts write while the test reads.
 // The zero value is an empty log.
 type Log struct {
-	// OperatorOnly leaves go-plugin's and the plugins' own lines below WARN
-	// out of the log that WaitLine's failure message quotes: at trace level
-	// they bury the operator's lines.
-	OperatorOnly bool
-
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
@@ -79,26 +73,6 @@ func (l *Log) Matching(t testing.TB, prefix string) []Line {
 		}
 	}
 	return out
-}
-
-// WaitLine polls the log until n lines start with prefix and returns the
-// n-th. It fails the test after within, quoting the log.
-func (l *Log) WaitLine(t testing.TB, prefix string, n int, within time.Duration) Line {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if got := l.Matching(t, prefix); len(got) >= n {
-			return got[n-1]
-		}
-		if time.Now().After(deadline) {
-			quoted := l.String()
-			if l.OperatorOnly {
-				quoted = l.Operator(t)
-			}
-			t.Fatalf("no %d log line(s) starting %q after %v; the log:\n%s", n, prefix, within, quoted)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // Operator is the log without go-plugin's and the plugins' chatter (their
