@@ -326,21 +326,23 @@ func notify[T any](ch chan T, v T) {
 // the machine and logged (wake.Config.Started).
 func (h *harness) waitOutcome(t *testing.T) {
 	t.Helper()
-	select {
-	case <-h.outcomes:
-	case <-time.After(waitLimit):
-		t.Fatalf("no start outcome within %v", waitLimit)
-	}
+	await(t, h.outcomes, "start outcome")
 }
 
 // waitWatchEnd waits until a wake's watch has returned, its lines logged
 // (wake.Config.Watched).
 func (h *harness) waitWatchEnd(t *testing.T) {
 	t.Helper()
+	await(t, h.watchEnds, "end of a wake watch")
+}
+
+// await waits for a value on ch, failing the test after waitLimit.
+func await[T any](t *testing.T, ch <-chan T, what string) {
+	t.Helper()
 	select {
-	case <-h.watchEnds:
+	case <-ch:
 	case <-time.After(waitLimit):
-		t.Fatalf("no wake watch ended within %v", waitLimit)
+		t.Fatalf("no %s within %v", what, waitLimit)
 	}
 }
 
