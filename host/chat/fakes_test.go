@@ -1,7 +1,6 @@
 package chat_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/agent"
+	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
 )
@@ -209,26 +209,12 @@ func (m *fakeModel) Complete(ctx context.Context, msgs []pluginapi.Message, _ re
 	return m.complete(ctx, msgs)
 }
 
-// logSink collects the JSON log. Tests read it while background goroutines
-// write, after the event that follows the lines they look for.
-type logSink struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// logSink collects the JSON log (e2e.Log: safe while background
+// goroutines write). Tests read it after the event that follows the lines
+// they look for.
+type logSink struct{ e2e.Log }
 
 func newLogSink() *logSink { return &logSink{} }
-
-func (s *logSink) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *logSink) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
-}
 
 // logLine is one record of the JSON log.
 type logLine struct {

@@ -697,16 +697,15 @@ func (c *Coordinator) commitLocked(ctx context.Context, pod string, fn func(mach
 		return edit{}, machines.Record{}, storeError{err}
 	}
 	c.storeAnswered(ctx)
+	// Changed or not, the record under the lock is the newest this process
+	// knows.
+	c.remember(pod, after)
 	if after.Equal(before) {
-		// Nothing changed: the record read under the lock is the newest
-		// this process knows.
-		c.remember(pod, after)
 		return e, after, nil
 	}
 	if e.entry != nil {
 		c.readWakeLogLocked(ctx, pod)
 	}
-	c.remember(pod, after)
 	if c.changed != nil {
 		c.changed(Change{Before: before, After: after, Event: e.ev, Wake: e.entry})
 	}
