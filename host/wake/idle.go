@@ -68,6 +68,7 @@ type activity struct {
 	lastAnswer, lastEnd, lastAsk, lastWaiter time.Time
 	retryAt                                  time.Time // after a stop that did not happen
 	stamping                                 bool      // a stamp of an answer is being written (stamp.go)
+	keptAt                                   time.Time // when the loop last stamped a turn in flight (keepDueLocked)
 	poke                                     chan struct{}
 }
 
@@ -227,8 +228,13 @@ func (c *Coordinator) idleLoop(pod string, p StopPolicy) {
 	for {
 		now := c.now()
 		c.idle.mu.Lock()
-		due, reason, _, ok := c.stopDueLocked(pod, p, c.idle.podLocked(pod), now)
+		a := c.idle.podLocked(pod)
+		due, reason, _, ok := c.stopDueLocked(pod, p, a, now)
+		keep, keeping := c.keepDueLocked(pod, a)
 		c.idle.mu.Unlock()
+		if keeping && (!ok || keep.Before(due)) {
+			due, reason, ok = keep, "", true
+		}
 		var timer <-chan time.Time
 		if ok {
 			timer = c.clock.After(due.Sub(now))
@@ -240,9 +246,40 @@ func (c *Coordinator) idleLoop(pod string, p StopPolicy) {
 			continue
 		case <-timer:
 		}
-		if reason != "" {
+		if keeping && reason == "" {
+			c.keepStamp(pod)
+		} else if reason != "" {
 			c.tryStop(pod, p, reason)
 		}
+	}
+}
+
+// keepDueLocked says when a turn of pod in flight here next stamps its
+// record: AnswerStamp after the later of the stamp this host knows and
+// its last try, while a turn is in flight and the pod has an idle stop.
+// A turn stamps when it begins and when it is answered; a long one (a
+// stream of many minutes) would otherwise leave the record unstamped
+// for its whole length, and another host's idle stop could end it. The
+// caller holds idle.mu.
+func (c *Coordinator) keepDueLocked(pod string, a *activity) (time.Time, bool) {
+	if c.stops[pod].AfterIdle <= 0 || a.inFlight == 0 {
+		return time.Time{}, false
+	}
+	return latest(a.rec.AnsweredAt, a.keptAt).Add(AnswerStamp), true
+}
+
+// keepStamp stamps pod's record now, for its turns in flight, when the
+// stamp is due (stampDueLocked); a failed write is tried again
+// AnswerStamp later, not at once.
+func (c *Coordinator) keepStamp(pod string) {
+	now := c.now()
+	c.idle.mu.Lock()
+	a := c.idle.podLocked(pod)
+	stamp := a.inFlight > 0 && c.stampDueLocked(pod, a, now)
+	a.keptAt = now
+	c.idle.mu.Unlock()
+	if stamp {
+		c.stampAnswer(pod, now)
 	}
 }
 

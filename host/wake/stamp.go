@@ -10,7 +10,8 @@ import (
 // The answer's stamp. The idle stop measures from a pod's last answer; on
 // a store several hosts share, the answers one host sees, and the turns it
 // begins (Begin: a turn in flight there holds the pod as one here does),
-// reach the others as the stamp it stores in the pod's record (machines.Record.AnsweredAt),
+// reach the others as the stamp it stores in the pod's record (machines.Record.AnsweredAt;
+// a turn still in flight is stamped again each AnswerStamp, keepDueLocked),
 // which their idle loops take with their own last answer, and which their
 // last look before a stop reads as stored. Stamping every answer would
 // cost a record write per answer; a host stamps only when the stamp it

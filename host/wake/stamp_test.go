@@ -279,3 +279,38 @@ func TestTurnBeginStamps(t *testing.T) {
 		}
 	})
 }
+
+// TestLongTurnKeepsStamping: a turn in flight for 25 minutes, a stream
+// say, stamps the record when it begins and then once a minute while it
+// lasts, so that another host's idle stop (15 min) never takes a pod in
+// use here for an idle one; once it ended, the stamps stop.
+func TestLongTurnKeepsStamping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := readyEnv(t, fifteen, true, wake.Config{})
+		time.Sleep(14 * time.Minute)
+		end := e.c.Begin("qwen")
+		var stamps []time.Duration
+		for range 25 {
+			time.Sleep(time.Minute)
+			synctest.Wait()
+			stamps = append(stamps, e.record(t).AnsweredAt.Sub(e.start))
+		}
+		time.Sleep(30 * time.Second)
+		end()
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		var want []time.Duration
+		for m := 15; m <= 39; m++ {
+			want = append(want, time.Duration(m)*time.Minute)
+		}
+		if diff := cmp.Diff(want, stamps); diff != "" {
+			t.Errorf("the record's stamp each minute of the turn (-want +got):\n%s", diff)
+		}
+		if got, want := e.record(t).AnsweredAt, e.at(39*time.Minute); !got.Equal(want) {
+			t.Errorf("the record's stamp 10 minutes after the turn ended: %v, want %v (the last stamp in flight)", got, want)
+		}
+		if got := e.stops(); len(got) != 0 {
+			t.Errorf("stopped at %v, during or within 15 minutes of a turn", got)
+		}
+	})
+}
