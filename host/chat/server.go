@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"log/slog"
@@ -123,14 +122,6 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	jsonhttp.Write(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-// Wait returns when session has no turn in flight: a turn that answered
-// stores itself after its reply is sent, before its slot is released, and
-// every turn is counted in the metrics before that. For callers that read a
-// session's history (or the metrics) outside a turn.
-func (s *Server) Wait(ctx context.Context, session string) error {
-	return s.slots.wait(ctx, session)
 }
 
 func randomToken() string {

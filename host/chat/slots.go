@@ -104,20 +104,3 @@ func (s *slots) idle(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
-
-// wait returns when session has no turn in flight, or ctx ends.
-func (s *slots) wait(ctx context.Context, session string) error {
-	for {
-		s.mu.Lock()
-		sl, busy := s.m[session]
-		s.mu.Unlock()
-		if !busy {
-			return nil
-		}
-		select {
-		case <-sl.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
