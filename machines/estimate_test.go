@@ -237,9 +237,9 @@ func TestDescribeLate(t *testing.T) {
 		key  ReplyKey
 		text string
 	}{
-		{at(3 * min), measured, ReplyStillWaking, "Still waking — 3 min elapsed, usually ready by ~4. Ask again shortly."},
-		{at(6 * min), measured, ReplyStillWakingLate, "Still waking — 6 min elapsed, taking longer than the usual 4 minutes. Ask again shortly."},
-		{at(12 * min), Estimate{}, ReplyStillWaking, "Still waking — 12 min elapsed, usually ready by ~9. Ask again shortly."},
+		{at(3 * min), measured, ReplyStillWaking, say(ReplyStillWaking, elapsed(3), eta(4))},
+		{at(6 * min), measured, ReplyStillWakingLate, say(ReplyStillWakingLate, elapsed(6), eta(4))},
+		{at(12 * min), Estimate{}, ReplyStillWaking, say(ReplyStillWaking, elapsed(12))},
 	}
 	for _, tt := range tests {
 		key, text, err := pod.Describe(rec(Waking, wokeAt(0)), created, tt.now, tt.est)

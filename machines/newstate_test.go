@@ -1,6 +1,7 @@
 package machines
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -63,7 +64,9 @@ effects = ["clearLoading", "wake", "reply:parked"]
 		t.Fatal(err)
 	}
 
-	sc, err := specs.ParseScenario("parked.toml", []byte(`
+	// The first step's reply is the default wording, rendered (%q writes
+	// it as a TOML string); the last step's is the new state's own text.
+	sc, err := specs.ParseScenario("parked.toml", fmt.Appendf(nil, `
 name = "parked"
 title = "ready, parked, asked again"
 pod = "qwen"
@@ -73,7 +76,7 @@ at = 2026-12-01T12:00:00Z
 event = "notReady"
 action = "wake"
 reply = "waking"
-text = "Waking the GPU brain — that takes about 9 minutes. Ask me again in a few minutes."
+text = %q
 state = "waking"
 
 [[step]]
@@ -94,7 +97,7 @@ action = "wake"
 reply = "parked"
 text = "The GPU was parked to save money. Waking it again — about 9 minutes."
 state = "waking"
-`))
+`, say(ReplyWaking)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func TestDecide(t *testing.T) {
 			rec:  NewRecord("qwen"),
 			ev:   notReady(at(0), "EXITED"),
 			want: policyWant{ActionWake, ReplyWaking,
-				"Waking the GPU brain — that takes about 9 minutes. Ask me again in a few minutes.", false,
+				say(ReplyWaking), false,
 				rec(Waking, wokeAt(0))},
 		},
 		{
@@ -79,7 +79,7 @@ func TestDecide(t *testing.T) {
 			rec:  Record{Pod: "qwen"},
 			ev:   notReady(at(0), "EXITED"),
 			want: policyWant{ActionWake, ReplyWaking,
-				"Waking the GPU brain — that takes about 9 minutes. Ask me again in a few minutes.", false,
+				say(ReplyWaking), false,
 				rec(Waking, wokeAt(0))},
 		},
 		{
@@ -87,7 +87,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   notReady(at(3*min+59*time.Second), "CREATED"),
 			want: policyWant{ActionWait, ReplyStillWaking,
-				"Still waking — 3 min elapsed, usually ready by ~9. Ask again shortly.", false,
+				say(ReplyStillWaking, elapsed(3)), false,
 				rec(Waking, wokeAt(0))},
 		},
 		{
@@ -95,7 +95,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   notReady(at(15*min), "EXITED"),
 			want: policyWant{ActionWait, ReplyStillWaking,
-				"Still waking — 15 min elapsed, usually ready by ~9. Ask again shortly.", false,
+				say(ReplyStillWaking, elapsed(15)), false,
 				rec(Waking, wokeAt(0))},
 		},
 		{
@@ -103,7 +103,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   notReady(at(15*min+time.Millisecond), "EXITED"),
 			want: policyWant{ActionWake, ReplyRewake,
-				"The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.", false,
+				say(ReplyRewake), false,
 				rec(Waking, wokeAt(15*min+time.Millisecond))},
 		},
 		{
@@ -111,7 +111,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   notReady(at(2796*min), "EXITED"),
 			want: policyWant{ActionWake, ReplyRewake,
-				"The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.", false,
+				say(ReplyRewake), false,
 				rec(Waking, wokeAt(2796*min))},
 		},
 		{
@@ -119,7 +119,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(5*min) }),
 			ev:   notReady(at(22*min), "EXITED"),
 			want: policyWant{ActionWake, ReplyRewake,
-				"The GPU brain is not ready. I'll try to wake it again. Ask again in a few minutes.", false,
+				say(ReplyRewake), false,
 				rec(Waking, wokeAt(22*min))},
 		},
 		{
@@ -129,7 +129,7 @@ func TestDecide(t *testing.T) {
 			}),
 			ev: Event{Trigger: Unreadable, At: at(40 * min), Status: "UNKNOWN", Lookup: LookupUnreadable},
 			want: policyWant{ActionWait, ReplyUnreadable,
-				"I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.", false,
+				say(ReplyUnreadable), false,
 				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(0), at(9*min) })},
 		},
 		{
@@ -137,7 +137,7 @@ func TestDecide(t *testing.T) {
 			rec:  NewRecord("qwen"),
 			ev:   Event{Trigger: Unreadable, At: at(0), Lookup: LookupUnreadable},
 			want: policyWant{ActionWait, ReplyUnreadable,
-				"I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes.", false,
+				say(ReplyUnreadable), false,
 				NewRecord("qwen")},
 		},
 		// D7, D9
@@ -146,7 +146,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   loading(at(6*min + 43*time.Second)),
 			want: policyWant{ActionWait, ReplyLoadingWaking,
-				"Still waking — 6 min elapsed; the GPU is up and the model is loading. Ask again shortly.", false,
+				say(ReplyLoadingWaking, elapsed(6)), false,
 				rec(Loading, func(r *Record) {
 					r.WakeRequestedAt, r.ModelLoadingSince, r.RunningAt = at(0), at(0), at(6*min+43*time.Second)
 				})},
@@ -156,7 +156,7 @@ func TestDecide(t *testing.T) {
 			rec:  NewRecord("qwen"),
 			ev:   loading(at(0)),
 			want: policyWant{ActionWait, ReplyLoading,
-				"The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.", false,
+				say(ReplyLoading), false,
 				rec(Loading, func(r *Record) { r.ModelLoadingSince = at(0) })},
 		},
 		{
@@ -164,7 +164,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   loading(at(35*min + time.Second)),
 			want: policyWant{ActionWait, ReplyLoading,
-				"The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.", false,
+				say(ReplyLoading), false,
 				rec(Loading, func(r *Record) {
 					r.WakeRequestedAt, r.ModelLoadingSince, r.RunningAt = at(0), at(35*min+time.Second), at(35*min+time.Second)
 				})},
@@ -174,7 +174,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   loading(at(16 * min)),
 			want: policyWant{ActionWait, ReplyLoadingWaking,
-				"Still waking — 16 min elapsed; the GPU is up and the model is loading. Ask again shortly.", false,
+				say(ReplyLoadingWaking, elapsed(16)), false,
 				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince, r.RunningAt = at(0), at(0), at(16*min) })},
 		},
 		{
@@ -182,7 +182,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Loading, func(r *Record) { r.ModelLoadingSince = at(0) }),
 			ev:   loading(at(19*min + 59*time.Second)),
 			want: policyWant{ActionWait, ReplyLoading,
-				"The GPU is up and the model is still loading — that takes a few more minutes. Ask again shortly.", false,
+				say(ReplyLoading), false,
 				rec(Loading, func(r *Record) { r.ModelLoadingSince = at(0) })},
 		},
 		{
@@ -190,7 +190,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Loading, func(r *Record) { r.ModelLoadingSince = at(0) }),
 			ev:   loading(at(20 * min)),
 			want: policyWant{ActionWait, ReplyStuck,
-				"The model server has been up for 20 minutes and still is not answering — it may be stuck. Someone needs to look at the pod.", true,
+				say(ReplyStuck, loadingFor(20)), true,
 				rec(Stuck, func(r *Record) { r.ModelLoadingSince = at(0) })},
 		},
 		{
@@ -198,7 +198,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
 			ev:   loading(at(25 * min)),
 			want: policyWant{ActionWait, ReplyStuck,
-				"The model server has been up for 25 minutes and still is not answering — it may be stuck. Someone needs to look at the pod.", true,
+				say(ReplyStuck, loadingFor(25)), true,
 				rec(Stuck, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
 		},
 		{
@@ -206,7 +206,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Stuck, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
 			ev:   loading(at(31 * min)),
 			want: policyWant{ActionWait, ReplyStuck,
-				"The model server has been up for 31 minutes and still is not answering — it may be stuck. Someone needs to look at the pod.", true,
+				say(ReplyStuck, loadingFor(31)), true,
 				rec(Stuck, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) })},
 		},
 		{
@@ -214,7 +214,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
 			ev:   notReady(at(7*min), "EXITED"),
 			want: policyWant{ActionWait, ReplyStillWaking,
-				"Still waking — 7 min elapsed, usually ready by ~9. Ask again shortly.", false,
+				say(ReplyStillWaking, elapsed(7)), false,
 				rec(Waking, wokeAt(0))},
 		},
 		// D12
@@ -223,7 +223,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Stopped, readyAt(at(0), at(9*min))),
 			ev:   notReady(at(14*min), "EXITED"),
 			want: policyWant{ActionWake, ReplyReadyThenStopped,
-				"The GPU woke and was ready at 12:09 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes.", false,
+				say(ReplyReadyThenStopped, wasReadyAt("12:09 UTC")), false,
 				rec(Waking, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(14*min), at(9*min) })},
 		},
 		{
@@ -231,7 +231,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Stopped, readyAt(at(0), at(9*min))),
 			ev:   notReady(at(13*time.Hour), "EXITED"),
 			want: policyWant{ActionWake, ReplyReadyThenStopped,
-				"The GPU woke and was ready at 2026-09-09 12:09 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes.", false,
+				say(ReplyReadyThenStopped, wasReadyAt("2026-09-09 12:09 UTC")), false,
 				rec(Waking, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(13*time.Hour), at(9*min) })},
 		},
 		{
@@ -239,7 +239,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(NeverReady, wokeAt(0)),
 			ev:   notReady(at(36*min), "EXITED"),
 			want: policyWant{ActionWake, ReplyNeverReady,
-				"The wake requested at 12:00 UTC did not complete — the GPU never became ready. Waking it again — about 9 minutes.", false,
+				say(ReplyNeverReady, requestedAt("12:00 UTC")), false,
 				rec(Waking, wokeAt(36*min))},
 		},
 		{
@@ -247,7 +247,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Refused, func(r *Record) { r.WakeRequestedAt, r.RefusedStatus = at(0), 409 }),
 			ev:   notReady(at(min), "EXITED"),
 			want: policyWant{ActionWake, ReplyRefused,
-				"The last wake request was refused by the conductor (HTTP 409). Waking it again — about 9 minutes.", false,
+				say(ReplyRefused, httpStatus(409)), false,
 				rec(Waking, wokeAt(min))},
 		},
 		{
@@ -255,7 +255,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(StartFailed, wokeAt(0)),
 			ev:   notReady(at(time.Second), "EXITED"),
 			want: policyWant{ActionWake, ReplyWakeFailed,
-				"The last wake request may not have reached the conductor. Trying again — about 9 minutes.", false,
+				say(ReplyWakeFailed), false,
 				rec(Waking, wokeAt(time.Second))},
 		},
 		{
@@ -312,7 +312,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Ready, readyAt(at(0), at(9*min))),
 			ev:   notReady(at(12*min), "RUNNING"),
 			want: policyWant{ActionWait, ReplyLoadingWaking,
-				"Still waking — 12 min elapsed; the GPU is up and the model is loading. Ask again shortly.", false,
+				say(ReplyLoadingWaking, elapsed(12)), false,
 				rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ReadyAt, r.ModelLoadingSince = at(0), at(9*min), at(0) })},
 		},
 		// Crashed
@@ -321,7 +321,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Ready, readyAt(at(0), at(9*min))),
 			ev:   loading(at(40 * min)),
 			want: policyWant{ActionWait, ReplyCrashed,
-				"The model server answered at 12:09 UTC but has stopped answering — it may have crashed. Someone needs to look at the pod.", false,
+				say(ReplyCrashed, wasReadyAt("12:09 UTC")), false,
 				rec(Crashed, readyAt(at(0), at(9*min)))},
 		},
 		{
@@ -329,7 +329,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Crashed, readyAt(at(0), at(9*min))),
 			ev:   loading(at(41 * min)),
 			want: policyWant{ActionWait, ReplyCrashed,
-				"The model server answered at 12:09 UTC but has stopped answering — it may have crashed. Someone needs to look at the pod.", false,
+				say(ReplyCrashed, wasReadyAt("12:09 UTC")), false,
 				rec(Crashed, readyAt(at(0), at(9*min)))},
 		},
 		{
@@ -424,7 +424,7 @@ func TestDecide(t *testing.T) {
 			}),
 			ev: notReady(at(40*min), "EXITED"),
 			want: policyWant{ActionWake, ReplyReadyThenStopped,
-				"The GPU woke and was ready at 12:09 UTC, then stopped — it shuts down after 15 idle minutes. Waking it again — about 9 minutes.", false,
+				say(ReplyReadyThenStopped, wasReadyAt("12:09 UTC")), false,
 				rec(Waking, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(40*min), at(9*min) })},
 		},
 		// The estimate measured from past wakes
@@ -433,7 +433,7 @@ func TestDecide(t *testing.T) {
 			rec:  NewRecord("qwen"),
 			ev:   withEstimate(notReady(at(0), "EXITED"), 4*min, 3),
 			want: policyWant{ActionWake, ReplyWaking,
-				"Waking the GPU brain — that takes about 4 minutes. Ask me again in a few minutes.", false,
+				say(ReplyWaking, eta(4)), false,
 				rec(Waking, wokeAt(0))},
 		},
 		{
@@ -441,7 +441,7 @@ func TestDecide(t *testing.T) {
 			rec:  NewRecord("qwen"),
 			ev:   withEstimate(notReady(at(0), "EXITED"), 6*min+30*time.Second, 5),
 			want: policyWant{ActionWake, ReplyWaking,
-				"Waking the GPU brain — that takes about 7 minutes. Ask me again in a few minutes.", false,
+				say(ReplyWaking, eta(7)), false,
 				rec(Waking, wokeAt(0))},
 		},
 		{
@@ -449,7 +449,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   withEstimate(notReady(at(3*min+59*time.Second), "CREATED"), 4*min, 3),
 			want: policyWant{ActionWait, ReplyStillWaking,
-				"Still waking — 3 min elapsed, usually ready by ~4. Ask again shortly.", false,
+				say(ReplyStillWaking, elapsed(3), eta(4)), false,
 				rec(Waking, wokeAt(0))},
 		},
 		{
@@ -457,7 +457,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   withEstimate(notReady(at(4*min), "CREATED"), 4*min, 3),
 			want: policyWant{ActionWait, ReplyStillWakingLate,
-				"Still waking — 4 min elapsed, taking longer than the usual 4 minutes. Ask again shortly.", false,
+				say(ReplyStillWakingLate, elapsed(4), eta(4)), false,
 				rec(Waking, wokeAt(0))},
 		},
 		{
@@ -465,7 +465,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Loading, func(r *Record) { r.WakeRequestedAt, r.ModelLoadingSince = at(0), at(0) }),
 			ev:   withEstimate(notReady(at(15*min), "EXITED"), 4*min, 3),
 			want: policyWant{ActionWait, ReplyStillWakingLate,
-				"Still waking — 15 min elapsed, taking longer than the usual 4 minutes. Ask again shortly.", false,
+				say(ReplyStillWakingLate, elapsed(15), eta(4)), false,
 				rec(Waking, wokeAt(0))},
 		},
 		{
@@ -473,7 +473,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(Waking, wokeAt(0)),
 			ev:   notReady(at(12*min), "EXITED"),
 			want: policyWant{ActionWait, ReplyStillWaking,
-				"Still waking — 12 min elapsed, usually ready by ~9. Ask again shortly.", false,
+				say(ReplyStillWaking, elapsed(12)), false,
 				rec(Waking, wokeAt(0))},
 		},
 		{
@@ -481,7 +481,7 @@ func TestDecide(t *testing.T) {
 			rec:  rec(NeverReady, wokeAt(0)),
 			ev:   withEstimate(notReady(at(36*min), "EXITED"), 5*min, 10),
 			want: policyWant{ActionWake, ReplyNeverReady,
-				"The wake requested at 12:00 UTC did not complete — the GPU never became ready. Waking it again — about 5 minutes.", false,
+				say(ReplyNeverReady, requestedAt("12:00 UTC"), eta(5)), false,
 				rec(Waking, wokeAt(36*min))},
 		},
 	}
@@ -527,7 +527,7 @@ func TestDecideShortTimings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "Waking the GPU brain — that takes about 4 minutes. Ask me again in a few minutes."; d.Text != want {
+	if want := say(ReplyWaking, eta(4)); d.Text != want {
 		t.Errorf("text = %q, want %q", d.Text, want)
 	}
 	d, _, err = pod.Decide(r, notReady(at(2*min+time.Millisecond), "EXITED"))
@@ -599,21 +599,21 @@ func TestDescribe(t *testing.T) {
 		text string
 	}{
 		{"cache only", rec(Waking, wokeAt(0)), View{Status: "RUNNING", IsRunning: true, Lookup: LookupFound, FromCache: true}, at(5 * min),
-			ReplyUnreadable, "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes."},
+			ReplyUnreadable, say(ReplyUnreadable)},
 		{"unreadable", rec(Waking, wokeAt(0)), View{Lookup: LookupUnreadable}, at(5 * min),
-			ReplyUnreadable, "I can't tell right now whether the GPU brain is awake: its status is unreadable, so I have not woken it. Ask again in a few minutes."},
+			ReplyUnreadable, say(ReplyUnreadable)},
 		{"loading on the wake", rec(Loading, loadingOn), running, at(7 * min),
-			ReplyLoadingWaking, "Still waking — 7 min elapsed; the GPU is up and the model is loading. Ask again shortly."},
+			ReplyLoadingWaking, say(ReplyLoadingWaking, elapsed(7))},
 		{"loading past the ceiling", rec(Loading, loadingOn), running, at(21 * min),
-			ReplyStuck, "The model server has been up for 21 minutes and still is not answering — it may be stuck. Someone needs to look at the pod."},
+			ReplyStuck, say(ReplyStuck, loadingFor(21))},
 		{"crashed", rec(Crashed, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(0), at(9*min) }), running, at(30 * min),
-			ReplyCrashed, "The model server answered at 12:09 UTC but has stopped answering — it may have crashed. Someone needs to look at the pod."},
+			ReplyCrashed, say(ReplyCrashed, wasReadyAt("12:09 UTC"))},
 		{"waking in the window", rec(Waking, wokeAt(0)), View{Status: "CREATED", Lookup: LookupFound}, at(4 * min),
-			ReplyStillWaking, "Still waking — 4 min elapsed, usually ready by ~9. Ask again shortly."},
+			ReplyStillWaking, say(ReplyStillWaking, elapsed(4))},
 		{"stopped again after ready", rec(Stopped, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(0), at(9*min) }), found, at(12 * min),
-			ReplyResumeWaiting, "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU."},
+			ReplyResumeWaiting, say(ReplyResumeWaiting)},
 		{"window over", rec(Waking, wokeAt(0)), found, at(16 * min),
-			ReplyResumeWaiting, "The GPU brain is not ready and nothing is waking it right now, so your message has not run. Send it again to wake the GPU."},
+			ReplyResumeWaiting, say(ReplyResumeWaiting)},
 	}
 	pod, err := NewPod(DefaultPolicy())
 	if err != nil {
@@ -711,10 +711,10 @@ func TestRepliesNameThePodsBackend(t *testing.T) {
 		state engine.State
 		want  string
 	}{
-		{"gpu", Refused, "The last wake request was refused by RunPod (HTTP 409). Waking it again — about 9 minutes."},
-		{"gpu", StartFailed, "The last wake request may not have reached RunPod. Trying again — about 9 minutes."},
-		{"qwen", Refused, "The last wake request was refused by the conductor (HTTP 409). Waking it again — about 9 minutes."},
-		{"qwen", StartFailed, "The last wake request may not have reached the conductor. Trying again — about 9 minutes."},
+		{"gpu", Refused, say(ReplyRefused, httpStatus(409), backend("RunPod"))},
+		{"gpu", StartFailed, say(ReplyWakeFailed, backend("RunPod"))},
+		{"qwen", Refused, say(ReplyRefused, httpStatus(409))},
+		{"qwen", StartFailed, say(ReplyWakeFailed)},
 	} {
 		r := Record{Pod: tc.pod, State: tc.state, WakeRequestedAt: at(0), RefusedStatus: 409}
 		d, _, err := p.Decide(r, notReady(at(time.Second), "EXITED"))
