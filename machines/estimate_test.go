@@ -188,7 +188,7 @@ func TestReplyDataEta(t *testing.T) {
 		t.Fatal(err)
 	}
 	measured := Estimate{Wake: 4*min + 20*time.Second, Wakes: 3}
-	type eta struct {
+	type etaData struct {
 		EtaMinutes, RemainingMinutes int
 		EtaAt                        string
 	}
@@ -197,25 +197,25 @@ func TestReplyDataEta(t *testing.T) {
 		rec  Record
 		est  Estimate
 		now  time.Time
-		want eta
+		want etaData
 	}{
-		{"no wake", NewRecord("qwen"), Estimate{}, at(0), eta{EtaMinutes: 9}},
-		{"expected_wake at the request", rec(Waking, wokeAt(0)), Estimate{}, at(0), eta{9, 9, "12:09 UTC"}},
-		{"measured at the request", rec(Waking, wokeAt(0)), measured, at(0), eta{4, 4, "12:04 UTC"}},
-		{"measured, halfway", rec(Loading, wokeAt(0)), measured, at(2 * min), eta{4, 2, "12:04 UTC"}},
-		{"seconds left: still one minute", rec(Stuck, wokeAt(0)), measured, at(4*min + 10*time.Second), eta{4, 1, "12:04 UTC"}},
-		{"run out: zero, never negative", rec(Waking, wokeAt(0)), measured, at(12 * min), eta{4, 0, "12:04 UTC"}},
-		{"expected_wake run out", rec(Waking, wokeAt(0)), Estimate{}, at(12 * min), eta{9, 0, "12:09 UTC"}},
+		{"no wake", NewRecord("qwen"), Estimate{}, at(0), etaData{EtaMinutes: 9}},
+		{"expected_wake at the request", rec(Waking, wokeAt(0)), Estimate{}, at(0), etaData{9, 9, "12:09 UTC"}},
+		{"measured at the request", rec(Waking, wokeAt(0)), measured, at(0), etaData{4, 4, "12:04 UTC"}},
+		{"measured, halfway", rec(Loading, wokeAt(0)), measured, at(2 * min), etaData{4, 2, "12:04 UTC"}},
+		{"seconds left: still one minute", rec(Stuck, wokeAt(0)), measured, at(4*min + 10*time.Second), etaData{4, 1, "12:04 UTC"}},
+		{"run out: zero, never negative", rec(Waking, wokeAt(0)), measured, at(12 * min), etaData{4, 0, "12:04 UTC"}},
+		{"expected_wake run out", rec(Waking, wokeAt(0)), Estimate{}, at(12 * min), etaData{9, 0, "12:09 UTC"}},
 		{"ready: no wake in progress", rec(Ready, func(r *Record) { r.WakeRequestedAt, r.ReadyAt = at(0), at(4*min) }), measured, at(5 * min),
-			eta{EtaMinutes: 4}},
-		{"off the clock (wake_watch passed): no wake in progress", rec(Waking, wokeAt(0)), measured, at(36 * min), eta{EtaMinutes: 4}},
+			etaData{EtaMinutes: 4}},
+		{"off the clock (wake_watch passed): no wake in progress", rec(Waking, wokeAt(0)), measured, at(36 * min), etaData{EtaMinutes: 4}},
 		{"the estimate's time on another day carries its date", rec(Waking, wokeAt(12*time.Hour-2*min)), measured, at(12*time.Hour - 2*min),
-			eta{4, 4, "2026-09-10 00:02 UTC"}},
+			etaData{4, 4, "2026-09-10 00:02 UTC"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := pod.replyData(tt.rec, tt.rec, tt.est, tt.now)
-			if diff := cmp.Diff(tt.want, eta{d.EtaMinutes, d.RemainingMinutes, d.EtaAt}); diff != "" {
+			if diff := cmp.Diff(tt.want, etaData{d.EtaMinutes, d.RemainingMinutes, d.EtaAt}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
