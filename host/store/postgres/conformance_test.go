@@ -45,13 +45,22 @@ func TestConformance(t *testing.T) {
 			dsn, _ := dsns.Load(first.Records.(*postgres.Store))
 			return openAt(t, dsn.(string), options(o)).Backend()
 		},
-		Crash: func(s store.Backend) { postgres.Crash(s.Records.(*postgres.Store)) },
+		Crash: func(t *testing.T, s store.Backend) {
+			if err := postgres.Crash(s.Records.(*postgres.Store)); err != nil {
+				t.Fatalf("the renewal before the crash: %v", err)
+			}
+		},
+		Lease: lease,
 	})
 }
+
+// lease is the suite's Lease. The store renews its holds every third of
+// it: one lapses when the renewals stall for two thirds of it, some 330 ms.
+const lease = 500 * time.Millisecond
 
 // options are the suite's options o as the PostgreSQL store's.
 func options(o storetest.Options) postgres.Options {
 	return postgres.Options{
-		Now: o.Now, PendingTTL: o.PendingTTL, SessionHistoryBytes: o.SessionHistoryBytes, Lease: storetest.Lease,
+		Now: o.Now, PendingTTL: o.PendingTTL, SessionHistoryBytes: o.SessionHistoryBytes, Lease: o.Lease,
 	}
 }
