@@ -36,7 +36,7 @@ func TestConformance(t *testing.T) {
 	pgtest.Need(t)
 	storetest.Run(t, storetest.Suite{
 		Open: func(t *testing.T, o storetest.Options) store.Backend {
-			dsn := pgtest.Schema(t)
+			dsn := schema(t)
 			s := openAt(t, dsn, options(o))
 			dsns.Store(s, dsn)
 			return s.Backend()
