@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/host/internal/pgtest"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/host/store/postgres"
 	"github.com/wakeonchat/wakeonchat/host/store/storetest"
@@ -29,14 +28,14 @@ func openAt(t *testing.T, dsn string, o postgres.Options) *postgres.Store {
 	return s
 }
 
-// TestConformance runs the store conformance suite on PostgreSQL, each case
-// in a schema of its own.
+// TestConformance runs the store conformance suite on PostgreSQL, each
+// store a case opens on a schema no other case has meanwhile (schemaPool).
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	pgtest.Need(t)
+	schemas := newSchemaPool(t)
 	storetest.Run(t, storetest.Suite{
 		Open: func(t *testing.T, o storetest.Options) store.Backend {
-			dsn := schema(t)
+			dsn := schemas.get(t)
 			s := openAt(t, dsn, options(o))
 			dsns.Store(s, dsn)
 			return s.Backend()
