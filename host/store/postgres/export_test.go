@@ -33,3 +33,7 @@ func Stray(s *Store, name string) error {
 		VALUES ($1, $2, now() + interval '1 hour', 'held')`, name, s.holder)
 	return err
 }
+
+// ListenPings is how many of the change listener's pings of a quiet
+// database it answered.
+func ListenPings(s *Store) int64 { return s.listenPings.Load() }

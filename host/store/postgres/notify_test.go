@@ -152,8 +152,8 @@ func TestListenerNoticesASilentDatabase(t *testing.T) {
 	dsn := schema(t)
 	proxy, proxied := pgtest.NewProxy(t, dsn)
 	b := openAt(t, proxied, postgres.Options{
-		Logger: slog.New(slog.DiscardHandler), OpTimeout: time.Second, ConnectTimeout: time.Second,
-		ListenCheck: 50 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler), OpTimeout: 300 * time.Millisecond, ConnectTimeout: time.Second,
+		ListenCheck: 10 * time.Millisecond,
 	})
 	if err := b.OnRecordChange(t.Context(), func(store.RecordChange) {}); err != nil {
 		t.Fatal(err)
@@ -167,12 +167,17 @@ func TestListenerNoticesASilentDatabase(t *testing.T) {
 		}
 		return cond()
 	}
-	quiet := time.Now().Add(500 * time.Millisecond) // ten checks
-	for time.Now().Before(quiet) {
+	// Ten checks, each a ping the database answers, and the listener
+	// Following throughout.
+	quiet, pinged := time.Now(), postgres.ListenPings(b)
+	for postgres.ListenPings(b) < pinged+10 {
 		if !b.Following() {
 			t.Fatal("the listener stopped Following a quiet database that answers")
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Since(quiet) > 10*time.Second {
+			t.Fatalf("the listener pinged a quiet database %d times in 10 s, want ten every %v", postgres.ListenPings(b)-pinged, 10*time.Millisecond)
+		}
+		time.Sleep(time.Millisecond)
 	}
 	proxy.Freeze()
 	if !until(func() bool { return !b.Following() }, 10*time.Second) {
