@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wakeonchat/wakeonchat/host/internal/binaries"
@@ -21,10 +22,11 @@ func TestMain(m *testing.M) { os.Exit(runTests(m)) }
 // itself is the same code either way; wakehost's own use of os.Executable
 // is what host/app's TestWakehostRefusesCorruptStore runs.
 //
-// The checker is built while the tests run: the first check waits for it,
-// and the test that must run alone (TestHistoryWithinReadsOnlyWhatFits,
-// which counts the process's allocations) opens no existing file.
+// The checker is built while the tests run: the first check waits for it.
 func runTests(m *testing.M) int {
+	if alone() {
+		return m.Run() // one test, which opens no existing file
+	}
 	built := make(chan struct{})
 	var checker string
 	var buildErr error
@@ -55,4 +57,35 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	return code
+}
+
+// aloneEnv names, in the environment of a process runAlone started, the
+// one test it runs.
+const aloneEnv = "WAKEONCHAT_STORE_TEST_ALONE"
+
+// alone reports whether this process is one runAlone started.
+func alone() bool { return os.Getenv(aloneEnv) != "" }
+
+// runAlone runs t, a test that must have the process to itself (it counts
+// the process's allocations), in a new process of this test binary that
+// runs t alone, and fails t with that process's output when t fails
+// there; under -test.v, t logs it.
+func runAlone(t *testing.T) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), aloneEnv+"="+t.Name())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s, run alone: %v\n%s", t.Name(), err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: "+t.Name()+" (") {
+		t.Fatalf("%s, run alone, did not pass:\n%s", t.Name(), out)
+	}
+	if testing.Verbose() {
+		t.Logf("%s, run alone:\n%s", t.Name(), out)
+	}
 }
