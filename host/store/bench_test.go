@@ -73,14 +73,14 @@ func BenchmarkOpen(b *testing.B) {
 	})
 	b.Run("verify", func(b *testing.B) {
 		for b.Loop() {
-			if err := verify(path); err != nil {
+			if err := verify(path, lockTimeout); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("checkFile", func(b *testing.B) { // verify's child, in this process
 		for b.Loop() {
-			if err := filecheck.File(path); err != nil {
+			if err := filecheck.File(path, filecheck.LockTimeout); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/store/internal/filecheck"
 )
@@ -23,19 +24,21 @@ func corruptError(path string, problem error) error {
 }
 
 // verify checks the existing database file at path before the store opens
-// it for writing, and returns an error wrapping ErrCorrupt or ErrLocked, or
-// nil. The file is not changed.
+// it for writing, waiting up to lockTimeout for another process to release
+// it, and returns an error wrapping ErrCorrupt or ErrLocked, or nil. The
+// file is not changed.
 //
 // bbolt trusts its file: a damaged page fails an assertion in a goroutine of
 // bbolt's own, or points past the end of the memory map (SIGBUS), and either
 // ends the process. So the check runs in a short child process, this same
-// executable started again with filecheck.Env naming the file (see package
+// executable started again with filecheck.Env naming the file and
+// filecheck.EnvLockTimeout the wait (see package
 // filecheck, whose init runs the check): it opens the file read-only under
 // bbolt's shared lock, runs bbolt's
 // consistency check (Tx.Check) and reads every record. A child that crashes
 // has found a corrupt file; one that passes leaves nothing the writable open
 // can trip on, since that open walks the same tree the check walked.
-func verify(path string) error {
+func verify(path string, lockTimeout time.Duration) error {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("store %s: %w", path, err)
@@ -50,7 +53,7 @@ func verify(path string) error {
 		return fmt.Errorf("store %s: checking it: %w", path, err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), filecheck.Env+"="+path)
+	cmd.Env = append(os.Environ(), filecheck.Env+"="+path, filecheck.EnvLockTimeout+"="+lockTimeout.String())
 	var problem, crash strings.Builder
 	cmd.Stdout = &problem // one line when it exits checkCorrupt
 	cmd.Stderr = &crash   // a panic's message and trace otherwise

@@ -3,6 +3,7 @@ package store_test
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/host/store/storetest"
@@ -21,5 +22,7 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(func() { s.Close() })
 			return s.Backend()
 		},
+		// The store's leases have no term: held until released or closed.
+		Lease: 20 * time.Millisecond,
 	})
 }

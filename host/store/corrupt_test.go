@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,7 +119,32 @@ func caseFile(t *testing.T, dir string) string {
 	return path
 }
 
-// corruption makes a damaged copy of the good store's file.
+// copies are the buffers of the damaged copies of the good store's file,
+// reused: the corruption suites make hundreds of copies of half a
+// megabyte, and collecting them was a good part of the package's CPU.
+var copies sync.Pool
+
+// copyOf is a copy of data, in a buffer of copies; writeCopy gives it
+// back.
+func copyOf(data []byte) []byte {
+	if b, ok := copies.Get().(*[]byte); ok && cap(*b) >= len(data) {
+		return append((*b)[:0], data...)
+	}
+	return bytes.Clone(data)
+}
+
+// writeCopy writes data, a copyOf, to a new file at path, and gives its
+// buffer back to copies.
+func writeCopy(t *testing.T, path string, data []byte) {
+	t.Helper()
+	err := os.WriteFile(path, data, 0o600)
+	copies.Put(&data)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// corruption makes a damaged copy of the good store's file (copyOf).
 type corruption struct {
 	name   string
 	damage func(g goodStore) []byte
@@ -126,7 +152,7 @@ type corruption struct {
 
 func truncated(name string, size func(g goodStore) int) corruption {
 	return corruption{name: "truncated to " + name, damage: func(g goodStore) []byte {
-		return bytes.Clone(g.data[:size(g)])
+		return copyOf(g.data[:size(g)])
 	}}
 }
 
@@ -138,7 +164,7 @@ func garbage(g goodStore, id int, seed uint64) []byte {
 // garbageAt overwrites n bytes of a copy of data from off with seeded random
 // bytes.
 func garbageAt(data []byte, off, n int, seed uint64) []byte {
-	data = bytes.Clone(data)
+	data = copyOf(data)
 	r := rand.New(rand.NewPCG(seed, 0))
 	for i := off; i < off+n && i < len(data); i++ {
 		data[i] = byte(r.Uint32())
@@ -148,7 +174,7 @@ func garbageAt(data []byte, off, n int, seed uint64) []byte {
 
 // wrongMagic sets the magic number of the meta pages ids to 0.
 func wrongMagic(g goodStore, ids ...int) []byte {
-	data := bytes.Clone(g.data)
+	data := copyOf(g.data)
 	for _, id := range ids {
 		copy(data[id*g.pageSize+16:], []byte{0, 0, 0, 0})
 	}
@@ -212,9 +238,7 @@ func TestOpenRefusesCorruptStore(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel() // each check is a process: most of its time is its start
 			path := caseFile(t, dir)
-			if err := os.WriteFile(path, c.damage(g), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			writeCopy(t, path, c.damage(g))
 			s, err := Open(path)
 			if err == nil {
 				s.Close()
@@ -340,9 +364,7 @@ func TestOpenNeverCrashes(t *testing.T) {
 				n := 1 + r.IntN(2*g.pageSize)
 				off := r.IntN(len(g.data))
 				path := caseFile(t, dir)
-				if err := os.WriteFile(path, garbageAt(g.data, off, n, seed), 0o600); err != nil {
-					t.Fatal(err)
-				}
+				writeCopy(t, path, garbageAt(g.data, off, n, seed))
 				// Without fsync: what is on trial is what Open makes of
 				// the file, not the disk.
 				s, err := Options{noSync: true}.Open(path)

@@ -96,9 +96,15 @@ func allocated(f func()) uint64 {
 // History of the default history_messages (20) decodes all ten answers to
 // send none, while HistoryWithin decodes no answer when its stored form
 // gives its size (1 MiB of plain text), and one when only decoding does
-// (300 KiB of escaped characters). Not parallel: it counts the process's
-// allocations.
+// (300 KiB of escaped characters). It counts the process's allocations,
+// so it runs alone, in a process of its own (runAlone), while the
+// package's other tests run here.
 func TestHistoryWithinReadsOnlyWhatFits(t *testing.T) {
+	if !alone() {
+		t.Parallel()
+		runAlone(t)
+		return
+	}
 	const (
 		turns    = 10
 		last     = 20

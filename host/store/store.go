@@ -15,7 +15,7 @@ import (
 )
 
 // lockTimeout is how long Open waits for another process to release the
-// database file.
+// database file, unless Options.lockTimeout says otherwise.
 const lockTimeout = filecheck.LockTimeout
 
 // The top-level buckets and the nested one under each session (their names
@@ -69,6 +69,9 @@ type Options struct {
 	// noSync skips fsync on commit, for tests that write thousands of
 	// transactions and do not test durability.
 	noSync bool
+	// lockTimeout is how long Open waits for another process to release
+	// the file; 0: lockTimeout. For the tests of that wait.
+	lockTimeout time.Duration
 }
 
 // Open opens the database at path, creating its parent directory (0o700) and
@@ -91,6 +94,9 @@ func (o Options) Open(path string) (*Store, error) {
 	if o.SessionHistoryBytes <= 0 {
 		o.SessionHistoryBytes = DefaultSessionHistoryBytes
 	}
+	if o.lockTimeout <= 0 {
+		o.lockTimeout = lockTimeout
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("store directory: %w", err)
 	}
@@ -100,12 +106,12 @@ func (o Options) Open(path string) (*Store, error) {
 	case err != nil:
 		return nil, fmt.Errorf("store %s: %w", path, err)
 	default:
-		if err := verify(path); err != nil {
+		if err := verify(path, o.lockTimeout); err != nil {
 			return nil, err
 		}
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout: lockTimeout,
+		Timeout: o.lockTimeout,
 		// bbolt's recommended defaults: the freelist is rebuilt at open
 		// instead of written with every commit (one page write less per
 		// turn), and kept as a hashmap. Every commit is still fsynced.
@@ -114,7 +120,7 @@ func (o Options) Open(path string) (*Store, error) {
 		NoSync:         o.noSync,
 	})
 	if errors.Is(err, bolt.ErrTimeout) {
-		return nil, fmt.Errorf("store %s is %w (waited %s)", path, ErrLocked, lockTimeout)
+		return nil, fmt.Errorf("store %s is %w (waited %s)", path, ErrLocked, o.lockTimeout)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", path, err)

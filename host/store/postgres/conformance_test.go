@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wakeonchat/wakeonchat/host/internal/pgtest"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/host/store/postgres"
 	"github.com/wakeonchat/wakeonchat/host/store/storetest"
@@ -29,14 +28,14 @@ func openAt(t *testing.T, dsn string, o postgres.Options) *postgres.Store {
 	return s
 }
 
-// TestConformance runs the store conformance suite on PostgreSQL, each case
-// in a schema of its own.
+// TestConformance runs the store conformance suite on PostgreSQL, each
+// store a case opens on a schema no other case has meanwhile (schemaPool).
 func TestConformance(t *testing.T) {
 	t.Parallel()
-	pgtest.Need(t)
+	schemas := newSchemaPool(t)
 	storetest.Run(t, storetest.Suite{
 		Open: func(t *testing.T, o storetest.Options) store.Backend {
-			dsn := pgtest.Schema(t)
+			dsn := schemas.get(t)
 			s := openAt(t, dsn, options(o))
 			dsns.Store(s, dsn)
 			return s.Backend()
@@ -45,13 +44,22 @@ func TestConformance(t *testing.T) {
 			dsn, _ := dsns.Load(first.Records.(*postgres.Store))
 			return openAt(t, dsn.(string), options(o)).Backend()
 		},
-		Crash: func(s store.Backend) { postgres.Crash(s.Records.(*postgres.Store)) },
+		Crash: func(t *testing.T, s store.Backend) {
+			if err := postgres.Crash(s.Records.(*postgres.Store)); err != nil {
+				t.Fatalf("the renewal before the crash: %v", err)
+			}
+		},
+		Lease: lease,
 	})
 }
+
+// lease is the suite's Lease. The store renews its holds every third of
+// it: one lapses when the renewals stall for two thirds of it, some 330 ms.
+const lease = 500 * time.Millisecond
 
 // options are the suite's options o as the PostgreSQL store's.
 func options(o storetest.Options) postgres.Options {
 	return postgres.Options{
-		Now: o.Now, PendingTTL: o.PendingTTL, SessionHistoryBytes: o.SessionHistoryBytes, Lease: storetest.Lease,
+		Now: o.Now, PendingTTL: o.PendingTTL, SessionHistoryBytes: o.SessionHistoryBytes, Lease: o.Lease,
 	}
 }

@@ -9,16 +9,20 @@ func Version(s *Store) (int, error) {
 	return v, err
 }
 
-// Crash stops s as a host that was killed would stop: its leases are
-// neither renewed nor released, its connections just close.
-func Crash(s *Store) {
+// Crash stops s as a host that was killed would stop, just after a
+// renewal of its leases (the one its background renewal would make next,
+// made at once): they are neither renewed nor released after it, its
+// connections just close.
+func Crash(s *Store) (err error) {
 	s.closing.Do(func() {
 		s.closed.Store(true)
 		s.pruning.Stop()
 		s.stopListening()
 		s.stopRenewing()
+		err = s.renew(context.Background())
 		s.pool.Close()
 	})
+	return err
 }
 
 // Stray stores a live hold of name by s that s does not know it holds, as
@@ -29,3 +33,7 @@ func Stray(s *Store, name string) error {
 		VALUES ($1, $2, now() + interval '1 hour', 'held')`, name, s.holder)
 	return err
 }
+
+// ListenPings is how many of the change listener's pings of a quiet
+// database it answered.
+func ListenPings(s *Store) int64 { return s.listenPings.Load() }

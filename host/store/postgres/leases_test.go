@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"testing"
 
-	"github.com/wakeonchat/wakeonchat/host/internal/pgtest"
 	"github.com/wakeonchat/wakeonchat/host/store/postgres"
 )
 
@@ -15,7 +14,7 @@ import (
 // is not taken twice.
 func TestStrayLeaseIsTakenBack(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.Schema(t)
+	dsn := schema(t)
 	quiet := postgres.Options{Logger: slog.New(slog.DiscardHandler)}
 	a, b := openAt(t, dsn, quiet), openAt(t, dsn, quiet)
 	if err := postgres.Stray(a, "turn/s"); err != nil {

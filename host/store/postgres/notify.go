@@ -180,6 +180,7 @@ func (s *Store) nextNotice(ctx context.Context, conn *pgx.Conn) (*pgconn.Notific
 		if err != nil {
 			return nil, err
 		}
+		s.listenPings.Add(1)
 	}
 }
 

@@ -13,18 +13,19 @@ import (
 
 // TestRecordChanges: a change one replica stores reaches the listener of
 // another within a second, in order, before and after; a replica hears
-// none of its own; a replica on another schema of the database hears
-// nothing. When the listener loses the database and gets it back, it
+// none of its own, nor of an update that changes nothing; a replica on
+// another schema of the database hears nothing of this one's. When the listener loses the database and gets it back, it
 // resyncs every record, and later changes arrive again. It is Following
 // from its first LISTEN on, not while it resyncs, and again after.
 func TestRecordChanges(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.Schema(t)
+	dsn := schema(t)
 	proxy, proxied := pgtest.NewProxy(t, dsn)
 	quiet := slog.New(slog.DiscardHandler)
 	a := openAt(t, dsn, postgres.Options{Logger: quiet})
 	b := openAt(t, proxied, postgres.Options{Logger: quiet, OpTimeout: time.Second, ConnectTimeout: time.Second})
-	other := openAt(t, pgtest.Schema(t), postgres.Options{Logger: quiet})
+	otherDSN := schema(t)
+	other := openAt(t, otherDSN, postgres.Options{Logger: quiet})
 
 	// heard is a change and whether the listener was Following as it came.
 	type heard struct {
@@ -72,18 +73,38 @@ func TestRecordChanges(t *testing.T) {
 			t.Errorf("change %d at B = %+v, want %+v, following", i+1, got, want)
 		}
 	}
-	// An update that changes nothing is no change.
+	// An update that changes nothing is no change, a replica hears none of
+	// its own, and one on another schema none of this one's: what each
+	// hears first from here on is a change another replica of its schema
+	// stores after them (a listener hears its notices in commit order).
 	if _, _, err := a.UpdateRecord(t.Context(), "qwen", func(r machines.Record) (machines.Record, *machines.Wake, error) { return r, nil, nil }); err != nil {
 		t.Fatal(err)
 	}
-	if c, ok := next(atB, 200*time.Millisecond); ok {
-		t.Errorf("B heard %+v of an update that changed nothing", c)
+	mark := func(pod string) machines.Record {
+		return machines.Record{Pod: pod, State: machines.Waking, WakeRequestedAt: waking.WakeRequestedAt}
 	}
-	if c, ok := next(atA, 100*time.Millisecond); ok {
-		t.Errorf("A heard its own change %+v", c)
-	}
-	if c, ok := next(atOther, 100*time.Millisecond); ok {
-		t.Errorf("a replica on another schema heard %+v", c)
+	otherPeer := openAt(t, otherDSN, postgres.Options{Logger: quiet})
+	for _, m := range []struct {
+		by, hears string
+		s         *postgres.Store
+		ch        <-chan heard
+		rec       machines.Record
+	}{
+		{"A", "B", a, atB, mark("mark-a")},
+		{"B", "A", b, atA, mark("mark-b")},
+		{"another replica on the other schema", "the replica on the other schema", otherPeer, atOther, mark("mark-other")},
+	} {
+		if err := m.s.PutRecord(t.Context(), m.rec); err != nil {
+			t.Fatal(err)
+		}
+		got, ok := next(m.ch, time.Second)
+		if !ok {
+			t.Fatalf("%s had not heard the change %s stored a second after", m.hears, m.by)
+		}
+		if !got.Before.Equal(machines.NewRecord(m.rec.Pod)) || !got.After.Equal(m.rec) || got.Resync {
+			t.Errorf("the first change %s heard = %+v, want %s's to %+v: none of the update that changed nothing, "+
+				"of its own or of another schema's before it", m.hears, got, m.by, m.rec)
+		}
 	}
 
 	// B loses the database; A's change meanwhile comes as a resync once B
@@ -95,10 +116,10 @@ func TestRecordChanges(t *testing.T) {
 	}
 	proxy.Up()
 	resynced := map[string]machines.Record{}
-	for len(resynced) < 2 {
+	for len(resynced) < 4 {
 		c, ok := next(atB, 10*time.Second)
 		if !ok {
-			t.Fatalf("B resynced %v within 10 s of the database coming back, want qwen and llama", resynced)
+			t.Fatalf("B resynced %v within 10 s of the database coming back, want qwen, llama and the marks", resynced)
 		}
 		if !c.Resync {
 			t.Fatalf("B heard %+v before its resync", c)
@@ -108,8 +129,9 @@ func TestRecordChanges(t *testing.T) {
 		}
 		resynced[c.After.Pod] = c.After
 	}
-	if !resynced["qwen"].Equal(ready) || !resynced["llama"].Equal(llama) {
-		t.Errorf("B's resync = %+v, want qwen ready and llama waking", resynced)
+	if !resynced["qwen"].Equal(ready) || !resynced["llama"].Equal(llama) ||
+		!resynced["mark-a"].Equal(mark("mark-a")) || !resynced["mark-b"].Equal(mark("mark-b")) {
+		t.Errorf("B's resync = %+v, want qwen ready, llama and the marks waking", resynced)
 	}
 	if err := a.PutRecord(t.Context(), waking); err != nil {
 		t.Fatal(err)
@@ -127,11 +149,11 @@ func TestRecordChanges(t *testing.T) {
 // again. A quiet database that answers keeps it Following: its pings work.
 func TestListenerNoticesASilentDatabase(t *testing.T) {
 	t.Parallel()
-	dsn := pgtest.Schema(t)
+	dsn := schema(t)
 	proxy, proxied := pgtest.NewProxy(t, dsn)
 	b := openAt(t, proxied, postgres.Options{
-		Logger: slog.New(slog.DiscardHandler), OpTimeout: time.Second, ConnectTimeout: time.Second,
-		ListenCheck: 50 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler), OpTimeout: 300 * time.Millisecond, ConnectTimeout: time.Second,
+		ListenCheck: 10 * time.Millisecond,
 	})
 	if err := b.OnRecordChange(t.Context(), func(store.RecordChange) {}); err != nil {
 		t.Fatal(err)
@@ -145,12 +167,17 @@ func TestListenerNoticesASilentDatabase(t *testing.T) {
 		}
 		return cond()
 	}
-	quiet := time.Now().Add(500 * time.Millisecond) // ten checks
-	for time.Now().Before(quiet) {
+	// Ten checks, each a ping the database answers, and the listener
+	// Following throughout.
+	quiet, pinged := time.Now(), postgres.ListenPings(b)
+	for postgres.ListenPings(b) < pinged+10 {
 		if !b.Following() {
 			t.Fatal("the listener stopped Following a quiet database that answers")
 		}
-		time.Sleep(10 * time.Millisecond)
+		if time.Since(quiet) > 10*time.Second {
+			t.Fatalf("the listener pinged a quiet database %d times in 10 s, want ten every %v", postgres.ListenPings(b)-pinged, 10*time.Millisecond)
+		}
+		time.Sleep(time.Millisecond)
 	}
 	proxy.Freeze()
 	if !until(func() bool { return !b.Following() }, 10*time.Second) {

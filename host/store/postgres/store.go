@@ -89,6 +89,9 @@ type Store struct {
 		done chan struct{}
 	}
 	following atomic.Bool // Following
+	// listenPings counts the listener's pings that the database answered,
+	// for the tests (ListenPings).
+	listenPings atomic.Int64
 }
 
 // Backend is s's capabilities, all of them: several hosts share a

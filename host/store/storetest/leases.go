@@ -10,12 +10,6 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/store"
 )
 
-// Lease is the lease a suite's stores should be opened with (Options.Lease
-// for PostgreSQL): short, so that the cases about expiry are quick, and
-// long enough that a loaded machine (the race detector, packages in
-// parallel on two cores) renews in time.
-const Lease = 1500 * time.Millisecond
-
 func testLeases(t *testing.T, s Suite) {
 	st, _ := open(t, s, 0)
 	take := func(name string, want bool) {
@@ -119,30 +113,94 @@ func testReplicas(t *testing.T, s Suite) {
 	})
 }
 
-// testLeaseTerm checks what a lease does over time, every hold of the case
-// at once so that they share one wait of a lease and a half: a lease held
-// past its term is renewed by its store and stays its own, on other
-// replicas too, and so does a session's turn; a replica that dies holding
-// them loses both to another within about the lease.
+// testLeaseTerm checks what a lease does over time, on stores whose leases
+// have the short term s.Lease, every hold of the case at once so that they
+// share one wait of a lease and a half: a lease held past its term is
+// renewed by its store and stays its own, on other replicas too, and so
+// does a session's turn; a replica that dies holding them loses both to
+// another within about the lease.
 func testLeaseTerm(t *testing.T, s Suite) {
+	lease := s.Lease
+	if lease <= 0 {
+		t.Fatal("Suite.Lease is not set")
+	}
 	c := &clock{now: T0}
-	o := Options{Now: c.Now, PendingTTL: 35 * time.Minute}
+	o := Options{Now: c.Now, PendingTTL: 35 * time.Minute, Lease: lease}
 	a := s.Open(t, o)
-	var b store.Backend // another replica, when the backend has them
+	var b, d store.Backend // other replicas, when the backend has them; d dies
 	if s.Peer != nil {
 		b = s.Peer(t, a, o)
+		if s.Crash != nil {
+			d = s.Peer(t, a, o)
+		}
 	}
-	if ok, err := a.Leases.TakeLease(t.Context(), "watch"); err != nil || !ok {
-		t.Fatalf("A's TakeLease = %v, %v", ok, err)
+	takeLease := func(who string, st store.Backend, name string) {
+		t.Helper()
+		if ok, err := st.Leases.TakeLease(t.Context(), name); err != nil || !ok {
+			t.Fatalf("%s's TakeLease(%q) = %v, %v", who, name, ok, err)
+		}
 	}
+	takeTurn := func(who string, st store.Backend, session string) {
+		t.Helper()
+		if ok, err := st.Turns.TakeTurn(t.Context(), session); err != nil || !ok {
+			t.Fatalf("%s's TakeTurn(%q) = %v, %v", who, session, ok, err)
+		}
+	}
+	takeLease("A", a, "watch")
+	taken := time.Now()
 	turns := a.Turns != nil && b.Turns != nil
 	if turns {
-		if ok, err := a.Turns.TakeTurn(t.Context(), "s"); err != nil || !ok {
-			t.Fatalf("A's TakeTurn = %v, %v", ok, err)
+		takeTurn("A", a, "s")
+	}
+
+	// D dies holding a lease and a turn of its own: B takes them over
+	// within about the lease, while A's holds run past their term.
+	if d.Leases != nil {
+		takeLease("D", d, "watch/d")
+		if turns {
+			takeTurn("D", d, "d")
+		}
+		killed := time.Now()
+		s.Crash(t, d)
+		took := map[string]time.Duration{}
+		want := 1
+		if turns {
+			want = 2
+		}
+		for {
+			if _, ok := took["the watch's lease"]; !ok {
+				ok, err := b.Leases.TakeLease(t.Context(), "watch/d")
+				must(t, err)
+				if ok {
+					took["the watch's lease"] = time.Since(killed)
+				}
+			}
+			if _, ok := took["the session's turn"]; turns && !ok {
+				ok, err := b.Turns.TakeTurn(t.Context(), "d")
+				must(t, err)
+				if ok {
+					took["the session's turn"] = time.Since(killed)
+				}
+			}
+			if len(took) == want {
+				break
+			}
+			if time.Since(killed) > 5*lease {
+				t.Fatalf("B has taken over only %v of the dead D's holds %v after D died (lease %v)", took, time.Since(killed), lease)
+			}
+			time.Sleep(lease / 20)
+		}
+		for what, took := range took {
+			if took > 2*lease {
+				t.Errorf("B took %s of the dead D after %v, want within about the lease, %v", what, took, lease)
+			}
+		}
+		if !b.Leases.LeaseHeld("watch/d") {
+			t.Error("B's LeaseHeld after taking over: false")
 		}
 	}
 
-	time.Sleep(Lease + Lease/2) // renewed by A meanwhile
+	time.Sleep(time.Until(taken.Add(lease + lease/2))) // renewed by A meanwhile
 	if !a.Leases.LeaseHeld("watch") {
 		t.Error("a lease is not held a lease and a half after it was taken: the store does not renew it")
 	}
@@ -159,48 +217,5 @@ func testLeaseTerm(t *testing.T, s Suite) {
 		if ok, err := b.Turns.TakeTurn(t.Context(), "s"); err != nil || ok {
 			t.Errorf("B's TakeTurn of A's running turn past the lease = %v, %v; want false", ok, err)
 		}
-	}
-
-	// A dies holding both: B takes them over within about the lease.
-	if s.Crash == nil {
-		return
-	}
-	killed := time.Now()
-	s.Crash(a)
-	took := map[string]time.Duration{}
-	want := 1
-	if turns {
-		want = 2
-	}
-	for {
-		if _, ok := took["the watch's lease"]; !ok {
-			ok, err := b.Leases.TakeLease(t.Context(), "watch")
-			must(t, err)
-			if ok {
-				took["the watch's lease"] = time.Since(killed)
-			}
-		}
-		if _, ok := took["the session's turn"]; turns && !ok {
-			ok, err := b.Turns.TakeTurn(t.Context(), "s")
-			must(t, err)
-			if ok {
-				took["the session's turn"] = time.Since(killed)
-			}
-		}
-		if len(took) == want {
-			break
-		}
-		if time.Since(killed) > 5*Lease {
-			t.Fatalf("B has taken over only %v of the dead A's holds %v after A died (lease %v)", took, time.Since(killed), Lease)
-		}
-		time.Sleep(Lease / 20)
-	}
-	for what, d := range took {
-		if d > 2*Lease {
-			t.Errorf("B took %s of the dead A after %v, want within about the lease, %v", what, d, Lease)
-		}
-	}
-	if !b.Leases.LeaseHeld("watch") {
-		t.Error("B's LeaseHeld after taking over: false")
 	}
 }

@@ -34,6 +34,11 @@ type Options struct {
 	// SessionHistoryBytes is store.Options.SessionHistoryBytes: 0 is the
 	// backend's default.
 	SessionHistoryBytes int
+	// Lease is the term of the store's leases (PostgreSQL's
+	// Options.Lease): 0 is the backend's default, which no case outlasts.
+	// Only LeaseTerm sets it, to Suite.Lease. A backend whose leases have
+	// no term ignores it.
+	Lease time.Duration
 }
 
 // Suite opens the stores of one backend.
@@ -45,9 +50,18 @@ type Suite struct {
 	// with o: another host process on the same database. nil for a backend
 	// one process holds alone; the cases about replicas are then skipped.
 	Peer func(t *testing.T, s store.Backend, o Options) store.Backend
-	// Crash stops s as a killed host would: its leases are neither renewed
-	// nor released. nil when Peer is, or the backend cannot.
-	Crash func(s store.Backend)
+	// Crash stops s as a killed host would, just after a renewal of its
+	// leases: they are neither renewed nor released after it. nil when
+	// Peer is, or the backend cannot.
+	Crash func(t *testing.T, s store.Backend)
+	// Lease is the term LeaseTerm opens its stores with (Options.Lease):
+	// short, since the case waits on it in real time (a lease and a half,
+	// and a dead replica's holds lapsing), and long enough that a loaded
+	// machine (the race detector, packages in parallel on two cores)
+	// renews in time. A backend whose leases have no term (held until
+	// released or closed) gives a short one: the case then checks that
+	// nothing lets a hold go over time.
+	Lease time.Duration
 }
 
 // T0 is the clock's start in every case.
@@ -57,11 +71,7 @@ var T0 = time.Date(2026, 9, 9, 12, 0, 0, 0, time.UTC)
 func Run(t *testing.T, s Suite) {
 	// Each case opens stores of its own: they run in parallel. The waits
 	// on real time, a lease and a half and a dead replica's lease, are all
-	// in LeaseTerm, so that they overlap. Turns runs alone, before the
-	// others: it gives a PostgreSQL call a 250 ms context and wants it to
-	// end in "not taken", which a busy database can turn into the
-	// context's error.
-	alone := map[string]bool{"Turns": true}
+	// in LeaseTerm, so that they overlap.
 	for _, c := range []struct {
 		name string
 		run  func(*testing.T, Suite)
@@ -87,9 +97,7 @@ func Run(t *testing.T, s Suite) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if !alone[c.name] {
-				t.Parallel()
-			}
+			t.Parallel()
 			c.run(t, s)
 		})
 	}

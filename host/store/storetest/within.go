@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,7 +80,9 @@ func testHistoryWithinCases(t *testing.T, s Suite) {
 
 // testHistoryWithinIsHistoryTrimmed: over sessions of random messages (bytes
 // that need escaping, that are not UTF-8, empty ones), HistoryWithin is
-// History trimmed to the byte cap, for every count and many caps.
+// History trimmed to the byte cap, for every count and many caps. The
+// sessions are written first, then read at once, each by a goroutine of
+// its own: thousands of reads, most of the case's time their round trips.
 func testHistoryWithinIsHistoryTrimmed(t *testing.T, s Suite) {
 	st, _ := open(t, s, 0)
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -91,21 +94,36 @@ func testHistoryWithinIsHistoryTrimmed(t *testing.T, s Suite) {
 		}
 		return b.String()
 	}
-	for session := range 20 {
+	const sessions = 20
+	for session := range sessions {
 		id := fmt.Sprintf("s%d", session)
 		for range rng.IntN(8) {
 			must(t, st.History.AppendTurn(t.Context(), id, user(content()), assistant(content())))
 		}
-		for last := 0; last <= 17; last++ {
-			hist, err := st.History.History(t.Context(), id, last)
-			must(t, err)
-			for _, maxBytes := range []int{-1, 0, 1, 3, 10, 25, 40, 80, 160, 1 << 20} {
-				got, err := st.History.HistoryWithin(t.Context(), id, last, maxBytes)
-				must(t, err)
-				if diff := cmp.Diff(trimmed(hist, maxBytes), got); diff != "" {
-					t.Fatalf("%s: HistoryWithin(%d, %d) (-want +got):\n%s", id, last, maxBytes, diff)
+	}
+	var wg sync.WaitGroup
+	for session := range sessions {
+		id := fmt.Sprintf("s%d", session)
+		wg.Go(func() {
+			for last := 0; last <= 17; last++ {
+				hist, err := st.History.History(t.Context(), id, last)
+				if err != nil {
+					t.Errorf("%s: History(%d): %v", id, last, err)
+					return
+				}
+				for _, maxBytes := range []int{-1, 0, 1, 3, 10, 25, 40, 80, 160, 1 << 20} {
+					got, err := st.History.HistoryWithin(t.Context(), id, last, maxBytes)
+					if err != nil {
+						t.Errorf("%s: HistoryWithin(%d, %d): %v", id, last, maxBytes, err)
+						return
+					}
+					if diff := cmp.Diff(trimmed(hist, maxBytes), got); diff != "" {
+						t.Errorf("%s: HistoryWithin(%d, %d) (-want +got):\n%s", id, last, maxBytes, diff)
+						return
+					}
 				}
 			}
-		}
+		})
 	}
+	wg.Wait()
 }

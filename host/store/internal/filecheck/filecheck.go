@@ -47,6 +47,12 @@ var (
 // Env names the file the check process checks.
 const Env = "WAKEONCHAT_CHECK_STORE_FILE"
 
+// EnvLockTimeout is how long the check process waits for another process
+// to release the file, as time.ParseDuration reads it: the store's own
+// wait, which it sets. LockTimeout when it is absent, does not parse or is
+// not positive (bbolt would wait forever).
+const EnvLockTimeout = "WAKEONCHAT_CHECK_STORE_LOCK_TIMEOUT"
+
 // The check process's exit statuses, beside 0 (the file is sound) and a
 // crash (it is not).
 const (
@@ -59,14 +65,19 @@ func init() {
 		// syscall.Exit, not os.Exit: there is nothing to flush, and a
 		// race-enabled binary (a test's) would otherwise spend a second
 		// and more finishing the race detector before it exits 0.
-		syscall.Exit(Process(path, os.Stdout))
+		lockTimeout := LockTimeout
+		if d, err := time.ParseDuration(os.Getenv(EnvLockTimeout)); err == nil && d > 0 {
+			lockTimeout = d
+		}
+		syscall.Exit(Process(path, lockTimeout, os.Stdout))
 	}
 }
 
-// Process is the check process: it checks the file at path, writes what is
-// wrong to out, and returns its exit status.
-func Process(path string, out io.Writer) int {
-	err := File(path)
+// Process is the check process: it checks the file at path, waiting up to
+// lockTimeout for its lock, writes what is wrong to out, and returns its
+// exit status.
+func Process(path string, lockTimeout time.Duration, out io.Writer) int {
+	err := File(path, lockTimeout)
 	switch {
 	case err == nil:
 		return 0
@@ -78,10 +89,11 @@ func Process(path string, out io.Writer) int {
 }
 
 // File opens the file at path read-only (bbolt then reads only its two
-// meta pages), checks that it holds every page its last transaction names,
-// then runs bbolt's check and reads every record.
-func File(path string) error {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: LockTimeout})
+// meta pages), waiting up to lockTimeout for another process to release
+// it, checks that it holds every page its last transaction names, then
+// runs bbolt's check and reads every record.
+func File(path string, lockTimeout time.Duration) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: lockTimeout})
 	if err != nil {
 		return err
 	}
