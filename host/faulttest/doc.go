@@ -56,8 +56,11 @@
 // whole matrix runs in seconds; minutes of the wake policy pass on a fake
 // clock. The rows run in parallel, each in a world of its own: servers,
 // clock, data dir, log, and a plugin dir of hard links to the binaries, by
-// whose paths a row tells its plugin processes from the others'. TestMain
-// builds wakehost, the two plugins and the test plugins once.
+// whose paths a row tells its plugin processes from the others'; a row
+// that mostly waits on a timeout runs beside the others, outside
+// -parallel's count. TestMain builds wakehost, the two plugins and the test
+// plugins once, into a directory kept from one run to the next
+// (e2e.BuildBinaries): a run whose sources did not change links nothing.
 //
 // What the matrix does exactly as host/app's end-to-end tests do — building
 // the binaries, the concurrency-safe JSON log and its waits, the wake.toml,

@@ -2,12 +2,14 @@ package faulttest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,6 +139,7 @@ var matrix = []row{
 	func() row {
 		r := lookupFailed("conductor/hanging past lookup_timeout", conductorFault(hang()), 1)
 		r.minTook, r.maxTook = lookupTimeout, lookupTimeout+2*time.Second
+		r.waits = true
 		return r
 	}(),
 	lookupFailed("conductor/500",
@@ -176,7 +179,7 @@ var matrix = []row{
 		then: askAgainNotSent,
 	},
 	{
-		name: "conductor/start hanging past start_timeout", history: true, inject: asleep(hang()),
+		name: "conductor/start hanging past start_timeout", history: true, inject: asleep(hang()), waits: true,
 		wantStatus: http.StatusOK, wantReply: replyStopped,
 		lines:  []wantLine{{level: "INFO", msg: lineExitedWake}, {level: "INFO", msg: lineInFlight}},
 		absent: []string{lineWakeRefused, lineWakeFailed},
@@ -216,7 +219,7 @@ var matrix = []row{
 		gets:   2, completions: 2,
 	},
 	{
-		name: "model/hanging past completion_timeout", history: true, inject: modelFault(hang()),
+		name: "model/hanging past completion_timeout", history: true, inject: modelFault(hang()), waits: true,
 		wantStatus: http.StatusBadGateway, wantBody: e2e.ProviderFailed,
 		minTook: 2 * completionTimeout, maxTook: 2*completionTimeout + 2*time.Second,
 		lines:  []wantLine{turnFailed("completion aborted: timed out after 500ms")},
@@ -316,7 +319,7 @@ var matrix = []row{
 		// The GPU plugin never answers GetPod. The host must not wait longer
 		// than lookup_timeout for it: the lookup fails and the cached
 		// resolution's 502 is the answer, as with a conductor that hangs.
-		name: "plugin/GPU plugin hangs in GetPod", gpuPlugin: faultBin, history: true,
+		name: "plugin/GPU plugin hangs in GetPod", gpuPlugin: faultBin, history: true, waits: true,
 		inject: func(e *env) {
 			stale502(e)
 			e.cond.on(routeGetPod, fault("hang", running(e.model, t0)))
@@ -385,7 +388,7 @@ var matrix = []row{
 		// Host A wakes the pod and is stopped at once, while its start
 		// request is still held by the conductor; host B starts on the same
 		// data dir two minutes later.
-		name: "host/killed mid-wake and restarted", history: true, inject: asleep(hang()),
+		name: "host/killed mid-wake and restarted", history: true, inject: asleep(hang()), waits: true,
 		wantStatus: http.StatusOK, wantReply: replyStopped,
 		lines:  []wantLine{{level: "INFO", msg: lineExitedWake}},
 		absent: []string{lineWakeRefused, lineWakeFailed},
@@ -396,15 +399,37 @@ var matrix = []row{
 
 // TestFaultMatrix runs every row of the matrix on a fresh host, the rows in
 // parallel: each has its own servers, clock, data dir, plugin dir and log.
-// Once the last row has ended, no goroutine of any row is left.
+// The rows that wait (a hang row spends most of its time on lookup_timeout
+// plus the host's second, or on two completion_timeouts) start first, all
+// at once; the others, which start plugins and hosts and relaunch them
+// within a second, follow in order, as many at once as -parallel says
+// (GOMAXPROCS by default): a row that waits would hold one of those few
+// places with nothing to do. Once the last row has ended, no goroutine of
+// any row is left.
 func TestFaultMatrix(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t, leakIgnores...) })
-	for _, r := range matrix {
-		t.Run(r.name, func(t *testing.T) {
-			t.Parallel()
-			runRow(t, r)
+	// t.Run may be called from several goroutines at once: each row is a
+	// subtest of its own, and none is a parallel one.
+	var rows sync.WaitGroup
+	run := func(r row, done func()) {
+		rows.Go(func() {
+			defer done()
+			t.Run(r.name, func(t *testing.T) { runRow(t, r) })
 		})
 	}
+	for _, r := range matrix {
+		if r.waits {
+			run(r, func() {})
+		}
+	}
+	places := make(chan struct{}, flag.Lookup("test.parallel").Value.(flag.Getter).Get().(int))
+	for _, r := range matrix {
+		if !r.waits {
+			places <- struct{}{}
+			run(r, func() { <-places })
+		}
+	}
+	rows.Wait()
 }
 
 // truncatedStore leaves a store with a few turns in the row's data dir, cut

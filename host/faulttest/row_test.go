@@ -34,6 +34,10 @@ type row struct {
 	// inject scripts the fault on the env's conductor and model. A start-up
 	// row's inject runs before app.New (it may damage the data dir).
 	inject func(e *env)
+	// waits marks a row that spends most of its time waiting on a
+	// timeout: it runs beside the others, outside -parallel's count (see
+	// TestFaultMatrix).
+	waits bool
 
 	// The fault turn's answer: wantStatus and, for a 200, the exact reply
 	// (the body is {"reply","sessionId"}), else the exact body.

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/wakeonchat/wakeonchat/host/clock"
@@ -18,8 +21,8 @@ import (
 
 // The page's script ticks the elapsed time of a wake in progress between
 // fetches at the host clock's rate: on a clock 60 times the wall's it moves
-// about a minute a wall second, with no fetch (the refresh is an hour away
-// and the stream says nothing).
+// about a minute a second of the page's clock, with no fetch (the refresh
+// is an hour away and the stream says nothing).
 func TestScriptTicksElapsed(t *testing.T) {
 	clk := clock.Scaled(60)
 	pod, err := machines.NewPod(machines.DefaultPolicy())
@@ -46,24 +49,41 @@ func TestScriptTicksElapsed(t *testing.T) {
 	b := browser.New(t)
 	p := b.Open(t, srv.URL+"/")
 	// The stream's opening fetches the fragment once; after that, two
-	// readings 2.5 wall seconds apart, on the page's own clock.
+	// readings 2.5 seconds apart on the page's own clock, which runs on
+	// the browser's virtual time: between the readings the browser runs
+	// the page's timers and clock 2.5 s ahead at once, without waiting.
 	if _, err := chromedp.Run(p.Context(), chromedp.Poll[chromedp.Void](`window.wakeStatus.swaps === 1`,
 		chromedp.WithPollingInterval(20*time.Millisecond), chromedp.WithPollingTimeout(10*time.Second))); err != nil {
 		t.Fatalf("the page did not fetch its pod once its stream opened: %v", err)
 	}
-	read, err := chromedp.Run(p.Context(), chromedp.Evaluate[[]string](`new Promise(resolve => {
-		const el = () => document.querySelector("#pod-qwen [data-elapsed]").textContent;
-		const first = el();
-		setTimeout(() => resolve([first, el()]), 2500);
-	})`, chromedp.EvalAwaitPromise))
-	if err != nil {
-		t.Fatal(err)
+	elapsed := func() (text string, at float64) {
+		t.Helper()
+		v, err := chromedp.Run(p.Context(), chromedp.Evaluate[struct {
+			Text string
+			At   float64
+		}](`({text: document.querySelector("#pod-qwen [data-elapsed]").textContent, at: performance.now()})`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Text, v.At
 	}
-	a, b1 := seconds(t, read[0]), seconds(t, read[1])
-	// 60 s of the host's clock a wall second, in ticks of a wall second:
-	// two or three of them.
+	first, firstAt := elapsed()
+	budget := 2500.0 // milliseconds
+	if _, err := chromedp.Run(p.Context(), chromedp.WaitEvent(emulation.VirtualTimeBudgetExpired, nil,
+		chromedp.Action[emulation.SetVirtualTimePolicyResult](func(ctx context.Context, tg *chromedp.Target) (emulation.SetVirtualTimePolicyResult, error) {
+			return cdp.Call(ctx, tg, emulation.SetVirtualTimePolicy, emulation.SetVirtualTimePolicyParams{Policy: emulation.VirtualTimePolicyAdvance, Budget: &budget})
+		}))); err != nil {
+		t.Fatalf("the page's clock did not run 2.5 s ahead: %v", err)
+	}
+	second, secondAt := elapsed()
+	if ran := secondAt - firstAt; ran < budget {
+		t.Fatalf("the page's clock ran %.0f ms between the readings, want 2.5 s", ran)
+	}
+	a, b1 := seconds(t, first), seconds(t, second)
+	// 60 s of the host's clock a second of the page's, in ticks of a
+	// second: two or three of them.
 	if d := b1 - a; d < 90 || d > 210 {
-		t.Errorf("the elapsed time read %q, then %q 2.5 s later: %d s, want 120 to 180", read[0], read[1], d)
+		t.Errorf("the elapsed time read %q, then %q 2.5 s later: %d s, want 120 to 180", first, second, d)
 	}
 	stats, err := chromedp.Run(p.Context(), chromedp.Evaluate[map[string]int](`window.wakeStatus`))
 	if err != nil {

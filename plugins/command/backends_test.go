@@ -358,14 +358,18 @@ esac
 
 // The gcloud block and the gcloud-status script, as written, with the
 // real gcloud against a fake Compute Engine API: there is no Google Cloud
-// here. gcloud costs more than a second of CPU a call, so each case is
-// one call against an instance in the state it needs, and the cases run
-// in parallel: the block's start, stop and a read of a running instance
-// (the three lines, and the URL of a running one), and the script's read
-// of a terminated and of a running instance and its failure.
+// here. gcloud costs more than a second of CPU a call, so each of its four
+// command lines runs once, each call against an instance in the state it
+// needs, in parallel: the block's start, stop and read of a running
+// instance (the three lines, and the URL of a running one), and the
+// script's read of a running instance (its line, and the address's URL).
+// The script's other answers are the shell's: a terminated instance and a
+// failed gcloud run the script on a fake gcloud, which must be called with
+// the real call's arguments and answers as gcloud does.
 func TestGcloudLines(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("gcloud"); err != nil {
+	gcloud, err := exec.LookPath("gcloud")
+	if err != nil {
 		t.Skip("no gcloud on PATH")
 	}
 	if testing.Short() {
@@ -385,60 +389,117 @@ func TestGcloudLines(t *testing.T) {
 
 	for _, tc := range []struct {
 		name  string
-		doc   map[string]string // the documented environment
-		token string            // the access token gcloud sends
-		state string            // the instance's status before the call
+		state string // the instance's status before the call
 		step  step
 		calls []string // the fake API's calls
 	}{
-		{"start", backends["gcloud"], "fake-token", "TERMINATED", step{op: "start", res: requested}, []string{"start"}},
-		{"stop", backends["gcloud"], "fake-token", "RUNNING", step{op: "stop", res: requested}, []string{"stop"}},
-		{"status running", backends["gcloud"], "fake-token", "RUNNING", step{op: "get", pod: podIn("RUNNING", "http://10.164.0.7:8000/v1")}, []string{"describe"}},
-		{"script terminated", withScript, "fake-token", "TERMINATED", step{op: "get", pod: podIn("TERMINATED", "")}, []string{"describe"}},
-		{"script running", withScript, "fake-token", "RUNNING", step{op: "get", pod: podIn("RUNNING", "http://34.90.1.2:8000/v1")}, []string{"describe"}},
-		// A gcloud that fails (here: the API refuses the token) stops the
-		// script with its exit code: unreadable.
-		{"script refused", withScript, "wrong-token", "RUNNING", step{op: "get", fail: "status command: exit status 1"}, nil},
+		{"start", "TERMINATED", step{op: "start", res: requested}, []string{"start"}},
+		{"stop", "RUNNING", step{op: "stop", res: requested}, []string{"stop"}},
+		{"status running", "RUNNING", step{op: "get", pod: podIn("RUNNING", "http://10.164.0.7:8000/v1")}, []string{"describe"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			vm := &fakeState{state: tc.state}
 			srv := fakeCompute(vm)
 			t.Cleanup(srv.Close)
-			// What the docs' lines expect of the host: PATH and the
-			// variables the block passes. The block's 20 s status cap
-			// sizes a call to Google Cloud; a gcloud sharing a loaded
-			// test machine can take longer, and a cut here would test
-			// the machine (TestBackendLinesAccepted takes the cap as
-			// written).
-			extra := map[string]string{
-				"PATH":                   os.Getenv("PATH"),
-				"CLOUDSDK_CONFIG":        t.TempDir(),
-				"CLOUDSDK_CORE_PROJECT":  "wake-test",
-				command.EnvStatusTimeout: "2m",
-			}
-			// The fake's address and token, and no prompt, update check,
-			// usage report, metadata server probe or log file: passed
-			// on top of the documented names.
-			var pass []string
-			for k, v := range map[string]string{
-				"CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE":         srv.URL + "/compute/v1/",
-				"CLOUDSDK_AUTH_ACCESS_TOKEN":                      tc.token,
-				"CLOUDSDK_CORE_DISABLE_PROMPTS":                   "1",
-				"CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK": "1",
-				"CLOUDSDK_CORE_DISABLE_USAGE_REPORTING":           "true",
-				"CLOUDSDK_CORE_CHECK_GCE_METADATA":                "false",
-				"CLOUDSDK_CORE_DISABLE_FILE_LOGGING":              "true",
-			} {
-				extra[k] = v
-				pass = append(pass, k)
-			}
-			walk(t, runnerFor(t, tc.doc, extra, pass...), []step{tc.step})
+			walk(t, gcloudRunner(t, backends["gcloud"], os.Getenv("PATH"), srv.URL), []step{tc.step})
 			if diff := cmp.Diff(tc.calls, vm.called()); diff != "" {
 				t.Errorf("API calls (-want +got):\n%s", diff)
 			}
 		})
 	}
+
+	t.Run("script", func(t *testing.T) {
+		t.Parallel()
+		// The real gcloud, through a gcloud first on PATH that writes
+		// down its arguments.
+		bin, args := gcloudOnPath(t, "exec '"+gcloud+"' \"$@\"")
+		vm := &fakeState{state: "RUNNING"}
+		srv := fakeCompute(vm)
+		t.Cleanup(srv.Close)
+		walk(t, gcloudRunner(t, withScript, bin+":"+os.Getenv("PATH"), srv.URL), []step{
+			{op: "get", pod: podIn("RUNNING", "http://34.90.1.2:8000/v1")},
+		})
+		if diff := cmp.Diff([]string{"describe"}, vm.called()); diff != "" {
+			t.Errorf("API calls (-want +got):\n%s", diff)
+		}
+		realArgs, err := os.ReadFile(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		for _, fc := range []struct {
+			name string
+			fake string // what the fake gcloud does, as gcloud 528 does
+			step step
+		}{
+			// The instance's address is missing: gcloud prints the
+			// status and a tab.
+			{"terminated", `printf 'TERMINATED\t\n'`, step{op: "get", pod: podIn("TERMINATED", "")}},
+			// gcloud exits 1 when the API refuses the token: the script
+			// stops with its exit code, unreadable.
+			{"refused", `exit 1`, step{op: "get", fail: "status command: exit status 1"}},
+		} {
+			t.Run(fc.name, func(t *testing.T) {
+				bin, args := gcloudOnPath(t, fc.fake)
+				walk(t, gcloudRunner(t, withScript, bin+":/usr/bin:/bin", srv.URL), []step{fc.step})
+				got, err := os.ReadFile(args)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff(string(realArgs), string(got)); diff != "" {
+					t.Errorf("the fake gcloud's arguments, one a line, against the real call's (-want +got):\n%s", diff)
+				}
+			})
+		}
+	})
+}
+
+// gcloudOnPath writes a gcloud script into a fresh directory, to put first
+// on PATH: it writes its arguments, one a line, to the file args, then
+// runs body.
+func gcloudOnPath(t *testing.T, body string) (dir, args string) {
+	t.Helper()
+	dir, args = t.TempDir(), filepath.Join(t.TempDir(), "args")
+	text := "#!/bin/sh\nprintf '%s\\n' \"$@\" > '" + args + "'\n" + body + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "gcloud"), []byte(text), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir, args
+}
+
+// gcloudRunner is a Runner for doc, a documented gcloud environment, with
+// what the docs' lines expect of the host (path, and the variables the
+// block passes) and what points gcloud at the fake API at url.
+func gcloudRunner(t *testing.T, doc map[string]string, path, url string) *command.Runner {
+	t.Helper()
+	// The block's 20 s status cap sizes a call to Google Cloud; a gcloud
+	// sharing a loaded test machine can take longer, and a cut here would
+	// test the machine (TestBackendLinesAccepted takes the cap as
+	// written).
+	extra := map[string]string{
+		"PATH":                   path,
+		"CLOUDSDK_CONFIG":        t.TempDir(),
+		"CLOUDSDK_CORE_PROJECT":  "wake-test",
+		command.EnvStatusTimeout: "2m",
+	}
+	// The fake's address and token, and no prompt, update check, usage
+	// report, metadata server probe or log file: passed on top of the
+	// documented names.
+	var pass []string
+	for k, v := range map[string]string{
+		"CLOUDSDK_API_ENDPOINT_OVERRIDES_COMPUTE":         url + "/compute/v1/",
+		"CLOUDSDK_AUTH_ACCESS_TOKEN":                      "fake-token",
+		"CLOUDSDK_CORE_DISABLE_PROMPTS":                   "1",
+		"CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK": "1",
+		"CLOUDSDK_CORE_DISABLE_USAGE_REPORTING":           "true",
+		"CLOUDSDK_CORE_CHECK_GCE_METADATA":                "false",
+		"CLOUDSDK_CORE_DISABLE_FILE_LOGGING":              "true",
+	} {
+		extra[k] = v
+		pass = append(pass, k)
+	}
+	return runnerFor(t, doc, extra, pass...)
 }
 
 // fakeCompute is a Compute Engine API with one instance, vllm-box, in

@@ -36,7 +36,7 @@ type outcome struct {
 	timeout  time.Duration // the cap that applied: Config's, or the caller's deadline when sooner
 	waited   time.Duration // with cut: timeout, or how long it ran before the cancellation
 	// leftOpen is true when the command exited but something it left
-	// running held its standard output past waitDelay.
+	// running held its standard output past the Runner's waitDelay.
 	leftOpen bool
 	state    *os.ProcessState // set when it ran
 }
@@ -62,7 +62,7 @@ func (r *Runner) run(parent context.Context, c command, pod string, out *capped)
 	cmd := exec.CommandContext(ctx, path, argv[1:]...)
 	cmd.Args[0] = argv[0]
 	cmd.Env = r.env // never nil: a nil Env would hand the command the plugin's whole environment
-	cmd.WaitDelay = waitDelay
+	cmd.WaitDelay = r.waitDelay
 	inGroup(cmd)
 	if out != nil {
 		out.onOver = cancel

@@ -45,13 +45,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	testBin = bin
-	if binDir, err = os.MkdirTemp("", "wake-plugin-command-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = os.RemoveAll(binDir)
-	os.Exit(code)
+	os.Exit(m.Run())
 }
 
 // helperArgv is the argument vector that runs the test binary as the fake

@@ -102,6 +102,7 @@ type Runner struct {
 	env                 []string
 	path                string // the PATH commands are looked up in
 	log                 hclog.Logger
+	waitDelay           time.Duration // the package's waitDelay; a test may shorten it (SetWaitDelay in export_test.go)
 }
 
 // command is one configured command and its time cap.
@@ -162,15 +163,16 @@ func New(cfg Config) (*Runner, error) {
 		return nil, fmt.Errorf("%s: must be an absolute http or https url", EnvURL)
 	}
 	r := &Runner{
-		start:    command{"start", cfg.Start, cmp.Or(cfg.StartTimeout, DefaultStartTimeout)},
-		stop:     command{"stop", cfg.Stop, cmp.Or(cfg.StopTimeout, DefaultStopTimeout)},
-		status:   command{"status", cfg.Status, cmp.Or(cfg.StatusTimeout, DefaultStatusTimeout)},
-		statusBy: cfg.StatusBy,
-		down:     down,
-		url:      cfg.URL,
-		env:      append(make([]string, 0, len(cfg.Env)), cfg.Env...), // never nil: see run
-		path:     DefaultPath,
-		log:      cfg.Logger,
+		start:     command{"start", cfg.Start, cmp.Or(cfg.StartTimeout, DefaultStartTimeout)},
+		stop:      command{"stop", cfg.Stop, cmp.Or(cfg.StopTimeout, DefaultStopTimeout)},
+		status:    command{"status", cfg.Status, cmp.Or(cfg.StatusTimeout, DefaultStatusTimeout)},
+		statusBy:  cfg.StatusBy,
+		down:      down,
+		url:       cfg.URL,
+		env:       append(make([]string, 0, len(cfg.Env)), cfg.Env...), // never nil: see run
+		path:      DefaultPath,
+		log:       cfg.Logger,
+		waitDelay: waitDelay,
 	}
 	for _, kv := range cfg.Env {
 		if v, ok := strings.CutPrefix(kv, EnvPath+"="); ok {

@@ -44,8 +44,11 @@ func TestGetPodJSON(t *testing.T) {
 		status  []string
 		url     string        // Config.URL
 		timeout time.Duration // Config.StatusTimeout
-		want    pluginapi.Pod
-		wantErr string // the LookupError's message
+		// waitDelay, when set, replaces the second the Runner waits for
+		// the output of a command that has exited (command.SetWaitDelay).
+		waitDelay time.Duration
+		want      pluginapi.Pod
+		wantErr   string // the LookupError's message
 	}{
 		{
 			name:   "running with url and readySince",
@@ -117,7 +120,7 @@ func TestGetPodJSON(t *testing.T) {
 		{name: "killed by a signal", status: sh(`kill -9 $$`), wantErr: "status command: signal: killed"},
 		{name: "a hang", status: []string{"sleep", "30"}, timeout: 100 * time.Millisecond, wantErr: "status command: timed out after 100ms"},
 		{name: "a shell pipeline that hangs", status: sh(`sleep 30 | cat`), timeout: 100 * time.Millisecond, wantErr: "status command: timed out after 100ms"},
-		{name: "a background process that keeps the output", status: sh(`sleep 30 & echo '{"status":"RUNNING"}'`), wantErr: "status command: output left open by a background process"},
+		{name: "a background process that keeps the output", status: sh(`sleep 30 & echo '{"status":"RUNNING"}'`), waitDelay: 100 * time.Millisecond, wantErr: "status command: output left open by a background process"},
 		{name: "no such program in PATH", status: []string{"no-such-command-" + secret}, wantErr: "status command: not found"},
 		{name: "no such file", status: []string{"/nonexistent/" + secret}, wantErr: "status command: not found"},
 		{name: "not executable", status: []string{notExec}, wantErr: "status command: permission denied"},
@@ -130,6 +133,9 @@ func TestGetPodJSON(t *testing.T) {
 				Start: []string{"true"}, Status: tt.status, URL: tt.url,
 				StatusTimeout: tt.timeout, Env: testEnv, Logger: nullLogger,
 			})
+			if tt.waitDelay > 0 {
+				command.SetWaitDelay(r, tt.waitDelay)
+			}
 			began := time.Now()
 			pod, err := r.GetPod(context.Background(), "qwen")
 			if took := time.Since(began); took > 10*time.Second {

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -49,40 +52,97 @@ func TestStreamSendsTheBodyAsItIs(t *testing.T) {
 
 // Each event reaches the caller while the model still holds the next one:
 // nothing is buffered to the end. A stream longer than the time cap lives
-// as long as no silence is.
+// as long as no silence is. The model is a real http.Server on in-memory
+// connections in a synctest bubble, so the cap and the pauses run on the
+// bubble's clock.
 func TestStreamRelaysEachChunkAsItArrives(t *testing.T) {
-	next := make(chan struct{})
-	srv := newFakeModel(t, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		for i := range 3 {
-			_, _ = io.WriteString(w, "data: "+string(rune('a'+i))+"\n\n")
-			w.(http.Flusher).Flush()
-			select {
-			case <-next:
-			case <-r.Context().Done():
-				return
+	synctest.Test(t, func(t *testing.T) {
+		next := make(chan struct{})
+		url, client := pipeModel(t, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for i := range 3 {
+				_, _ = io.WriteString(w, "data: "+string(rune('a'+i))+"\n\n")
+				w.(http.Flusher).Flush()
+				select {
+				case <-next:
+				case <-r.Context().Done():
+					return
+				}
 			}
+		})
+		c := newClient(t, openai.Config{Timeout: time.Second, HTTPClient: client})
+		resp, err := c.Stream(context.Background(), pluginapi.StreamRequest{Endpoint: url, Body: []byte(`{}`)})
+		if err != nil {
+			t.Fatalf("Stream: %v", err)
+		}
+		defer resp.Body.Close()
+		buf := make([]byte, 1024)
+		for i := range 3 {
+			n, err := resp.Body.Read(buf)
+			if want := "data: " + string(rune('a'+i)) + "\n\n"; err != nil || string(buf[:n]) != want {
+				t.Fatalf("read %d = %q, %v; want %q", i, buf[:n], err, want)
+			}
+			time.Sleep(400 * time.Millisecond) // 1.2 s in all: past the 1 s cap, never silent for 1 s
+			next <- struct{}{}
+		}
+		if _, err := resp.Body.Read(buf); !errors.Is(err, io.EOF) {
+			t.Errorf("after the last event: %v, want io.EOF", err)
 		}
 	})
-	c := newClient(t, openai.Config{Timeout: time.Second})
-	resp, err := c.Stream(context.Background(), pluginapi.StreamRequest{Endpoint: srv.URL, Body: []byte(`{}`)})
-	if err != nil {
-		t.Fatalf("Stream: %v", err)
-	}
-	defer resp.Body.Close()
-	buf := make([]byte, 1024)
-	for i := range 3 {
-		n, err := resp.Body.Read(buf)
-		if want := "data: " + string(rune('a'+i)) + "\n\n"; err != nil || string(buf[:n]) != want {
-			t.Fatalf("read %d = %q, %v; want %q", i, buf[:n], err, want)
+}
+
+// pipeModel serves handler with an http.Server on in-memory connections
+// (net.Pipe), for a test inside a synctest bubble: it returns the model's
+// URL and the plugin's own kind of HTTP client (pluginapi.NewHTTPClient)
+// dialling it. A pipe holds nothing, as a full TCP send buffer: a write
+// waits for the reader.
+func pipeModel(t *testing.T, handler http.HandlerFunc) (string, *http.Client) {
+	t.Helper()
+	l := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	srv := &http.Server{Handler: handler}
+	go func() { _ = srv.Serve(l) }()
+	client := pluginapi.NewHTTPClient()
+	client.Transport.(*http.Transport).DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		server, conn := net.Pipe()
+		select {
+		case l.conns <- server:
+			return conn, nil
+		case <-l.done:
+			return nil, net.ErrClosed
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
-		time.Sleep(400 * time.Millisecond) // 1.2 s in all: past the 1 s cap, never silent for 1 s
-		next <- struct{}{}
 	}
-	if _, err := resp.Body.Read(buf); !errors.Is(err, io.EOF) {
-		t.Errorf("after the last event: %v, want io.EOF", err)
+	t.Cleanup(func() {
+		client.CloseIdleConnections()
+		_ = srv.Close()
+	})
+	return "http://model.test/v1", client
+}
+
+// pipeListener hands the server ends of pipeModel's connections to its
+// http.Server.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
 	}
 }
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
 
 // A 200 whose body falls silent for the cap is aborted with Status 200.
 func TestStreamSilentBodyIsAborted(t *testing.T) {

@@ -11,9 +11,10 @@
 //	GetPod "fail"       a LookupError that carries $TESTPLUGIN_SECRET
 //	GetPod other        a running pod
 //	StartPod/StopPod "crash" exits mid-call; "broken" returns an error; else accepted (202)
-//	Complete model "crash" exits mid-call; model "size" answers that many
-//	         bytes, the last message's content in decimal; else "echo: " + the
-//	         last message
+//	Complete model "crash" exits mid-call; else "echo: " + the last message
+//	Stream   model "size" answers that many bytes, the last message's
+//	         content in decimal, made as they are read; else Complete's
+//	         answer
 //	Route    endpoint ".../crash" exits mid-call; ".../plugin" no route; else
 //	         direct to the endpoint with header X-Test: $TESTPLUGIN_SECRET
 //	Probe endpoint ".../crash" exits mid-call; ".../hang" never answers;
@@ -23,7 +24,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -103,14 +106,40 @@ func (provider) Complete(_ context.Context, _ string, req pluginapi.CompletionRe
 	if len(req.Messages) == 0 {
 		return "", &pluginapi.CompletionError{Status: 400, Message: "HTTP 400: no messages"}
 	}
-	if req.Model == "size" {
-		n, err := strconv.Atoi(req.Messages[len(req.Messages)-1].Content)
-		if err != nil {
-			return "", &pluginapi.CompletionError{Status: 400, Message: "HTTP 400: not a size"}
-		}
-		return strings.Repeat("x", n), nil
-	}
 	return "echo: " + req.Messages[len(req.Messages)-1].Content, nil
+}
+
+// Stream answers model "size" itself: the answer, larger than the host
+// takes in, is made as the plugin server reads it, rather than built in
+// memory (and copied five times) by pluginapi.StreamFromComplete. Every
+// other model goes through Complete, as a Provider that is no Streamer.
+func (p provider) Stream(ctx context.Context, req pluginapi.StreamRequest) (*pluginapi.StreamResponse, error) {
+	var in struct {
+		Model    string
+		Messages []struct{ Content string }
+	}
+	if json.Unmarshal(req.Body, &in) != nil || in.Model != "size" || len(in.Messages) == 0 {
+		return pluginapi.StreamFromComplete(p).Stream(ctx, req)
+	}
+	n, err := strconv.Atoi(in.Messages[len(in.Messages)-1].Content)
+	if err != nil {
+		return nil, &pluginapi.CompletionError{Status: 400, Message: "HTTP 400: not a size"}
+	}
+	body := io.MultiReader(
+		strings.NewReader(`{"choices":[{"index":0,"message":{"role":"assistant","content":"`),
+		io.LimitReader(xs{}, int64(n)),
+		strings.NewReader(`"},"finish_reason":"stop"}]}`))
+	return &pluginapi.StreamResponse{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(body)}, nil
+}
+
+// xs reads as an endless run of "x".
+type xs struct{}
+
+func (xs) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = 'x'
+	}
+	return len(p), nil
 }
 
 func (provider) Probe(ctx context.Context, endpoint string) (pluginapi.ProbeResult, error) {
