@@ -20,8 +20,8 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/chat"
 	"github.com/wakeonchat/wakeonchat/host/clock"
 	"github.com/wakeonchat/wakeonchat/host/events"
-	"github.com/wakeonchat/wakeonchat/host/internal/pipenet"
 	"github.com/wakeonchat/wakeonchat/host/turn"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
 
 // newCappedEvents is a chat.Server serving pod qwen's events from hub with
@@ -174,7 +174,7 @@ type stalledStream struct {
 func openStalled(t *testing.T, hub *events.Hub) *stalledStream {
 	t.Helper()
 	s := &stalledStream{hub: hub, logs: &bytes.Buffer{}, closed: make(chan struct{})}
-	l := pipenet.New()
+	l := plugintest.NewPipeListener()
 	var once sync.Once
 	s.srv = &http.Server{
 		Handler: newCappedEvents(hub, 0, s.logs),

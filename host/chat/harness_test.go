@@ -24,12 +24,12 @@ import (
 	"github.com/wakeonchat/wakeonchat/host/chat"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
-	"github.com/wakeonchat/wakeonchat/host/internal/pipenet"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/store"
 	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/host/wake"
 	"github.com/wakeonchat/wakeonchat/machines"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
 
 // t0 is the first live wake-on-chat's first message, 2026-09-09 12:26:25 UTC.
@@ -256,10 +256,10 @@ func listenTCP(t *testing.T, handler http.Handler) *api {
 	return &api{t: t, url: srv.URL, client: srv.Client()}
 }
 
-// listenPipe serves handler on in-memory connections (pipenet) until the
+// listenPipe serves handler on in-memory connections (plugintest.PipeListener) until the
 // test ends; its client dials them.
 func listenPipe(t *testing.T, handler http.Handler) *api {
-	l := pipenet.New()
+	l := plugintest.NewPipeListener()
 	srv := &http.Server{Handler: handler}
 	go func() { _ = srv.Serve(l) }()
 	client := &http.Client{Transport: &http.Transport{

@@ -18,13 +18,13 @@ import (
 
 	"github.com/wakeonchat/wakeonchat/engine"
 	"github.com/wakeonchat/wakeonchat/host/events"
-	"github.com/wakeonchat/wakeonchat/host/internal/pipenet"
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/resolve"
 	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/host/wake"
 	"github.com/wakeonchat/wakeonchat/machines"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
 
 // heldDoor is a door in hold mode (hold_max 2m, keepalive 15s) whose pod is
@@ -185,7 +185,7 @@ func TestHeldNonStreamingOutlastsTheServersWriteTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := holdDoor(t, 0)
 		d.model.once = answer("application/json", `{"answer":1}`)
-		l := pipenet.New()
+		l := plugintest.NewPipeListener()
 		srv := &http.Server{Handler: d.Handler(), WriteTimeout: 10 * time.Second}
 		go func() { _ = srv.Serve(l) }()
 		defer srv.Close()

@@ -13,10 +13,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/wakeonchat/wakeonchat/host/internal/pipenet"
 	"github.com/wakeonchat/wakeonchat/host/openai"
 	"github.com/wakeonchat/wakeonchat/host/turn"
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
 
 // pipeModel answers a stream whose chunks the test writes one by one.
@@ -216,7 +216,7 @@ func TestStreamSilentModelEndsWithAnErrorEvent(t *testing.T) {
 				d.model.stream = func(context.Context, []byte) (*pluginapi.StreamResponse, error) {
 					return &pluginapi.StreamResponse{Status: 200, Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: tt.body}, nil
 				}
-				l := pipenet.New()
+				l := plugintest.NewPipeListener()
 				srv := &http.Server{Handler: d.Handler(), WriteTimeout: writeTimeout}
 				go func() { _ = srv.Serve(l) }()
 				defer srv.Close()

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/wakeonchat/wakeonchat/plugins/pluginapi"
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 	openai "github.com/wakeonchat/wakeonchat/plugins/provider-openai"
 )
 
@@ -98,51 +97,17 @@ func TestStreamRelaysEachChunkAsItArrives(t *testing.T) {
 // waits for the reader.
 func pipeModel(t *testing.T, handler http.HandlerFunc) (string, *http.Client) {
 	t.Helper()
-	l := &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+	l := plugintest.NewPipeListener()
 	srv := &http.Server{Handler: handler}
 	go func() { _ = srv.Serve(l) }()
 	client := pluginapi.NewHTTPClient()
-	client.Transport.(*http.Transport).DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-		server, conn := net.Pipe()
-		select {
-		case l.conns <- server:
-			return conn, nil
-		case <-l.done:
-			return nil, net.ErrClosed
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	client.Transport.(*http.Transport).DialContext = l.DialContext
 	t.Cleanup(func() {
 		client.CloseIdleConnections()
 		_ = srv.Close()
 	})
 	return "http://model.test/v1", client
 }
-
-// pipeListener hands the server ends of pipeModel's connections to its
-// http.Server.
-type pipeListener struct {
-	conns chan net.Conn
-	done  chan struct{}
-	once  sync.Once
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
 
 // A 200 whose body falls silent for the cap is aborted with Status 200.
 func TestStreamSilentBodyIsAborted(t *testing.T) {
