@@ -4,11 +4,8 @@ package command_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -229,49 +225,8 @@ func TestBinaryRefusesBadConfig(t *testing.T) {
 	}
 }
 
-// buildPlugin builds cmd/wake-plugin-command, once, into a directory of
-// the system's temporary directory that is kept from one run to the next,
-// one per checkout of the package, under an exclusive lock on it: the go
-// command leaves a binary that is up to date as it is, so a run whose
-// sources did not change links nothing, which is most of a build's time.
-// The go command replaces a changed binary by renaming the new one over
-// it, which leaves a process still running the old one alone.
-var buildPlugin = sync.OnceValues(func() (string, error) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		return "", errors.New("go is not on PATH")
-	}
-	pkg, err := os.Getwd() // the package's directory: go test runs its tests there
-	if err != nil {
-		return "", err
-	}
-	key := sha256.Sum256([]byte(pkg))
-	dir := filepath.Join(os.TempDir(), "wakeonchat-command-"+hex.EncodeToString(key[:8]))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lock.Close() // which releases the lock
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("locking %s: %w", dir, err)
-	}
-	bin := filepath.Join(dir, "wake-plugin-command")
-	// -w: no DWARF, which nothing here reads, for a faster link.
-	if out, err := exec.Command(gobin, "build", "-ldflags=-w", "-o", bin, "./cmd/wake-plugin-command").CombinedOutput(); err != nil {
-		return "", errors.New("go build: " + err.Error() + "\n" + string(out))
-	}
-	return bin, nil
-})
-
 // pluginBinary builds cmd/wake-plugin-command, once, and returns its path.
 func pluginBinary(t *testing.T) string {
 	t.Helper()
-	bin, err := buildPlugin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
+	return plugintest.Binary(t, "./cmd/wake-plugin-command")
 }

@@ -7,8 +7,6 @@ package binaries
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -16,7 +14,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
+
+	"github.com/wakeonchat/wakeonchat/plugins/pluginapi/plugintest"
 )
 
 // The executables Build always builds.
@@ -104,47 +103,13 @@ func Importers(ctx context.Context, pkg string) ([]string, error) {
 	return importers, nil
 }
 
-// Kept runs build on a directory of the system's temporary directory that
-// is kept from one run to the next, one per module checkout, kind and set
-// of extra strings (the packages built into it, say), under an exclusive
-// lock on it: the go command leaves a binary that is up to date as it is,
-// so a build into it whose sources did not change links nothing, which is
-// most of a build's time. The lock serialises two runs building at once;
-// the go command replaces a changed binary by renaming the new one over
-// it, which leaves a process already running the old one alone. The lock
-// file is in the directory: build may put its binaries in a subdirectory
-// that must hold nothing else.
+// Kept runs build on a directory kept from one run to the next, one per
+// module checkout, kind and set of extra strings (the packages built into
+// it, say), under an exclusive lock (plugintest.Kept).
 func Kept(ctx context.Context, kind string, extra []string, build func(dir string) error) error {
 	root, err := ModuleRoot(ctx)
 	if err != nil {
 		return err
 	}
-	key := sha256.Sum256([]byte(root + "\x00" + strings.Join(extra, "\x00")))
-	dir := filepath.Join(os.TempDir(), "wakeonchat-"+kind+"-"+hex.EncodeToString(key[:8]))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	unlock, err := lockDir(dir)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return build(dir)
-}
-
-// lockDir takes an exclusive lock on dir's lock file, waiting for another
-// holder, and returns its release.
-func lockDir(dir string) (unlock func(), err error) {
-	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("locking %s: %w", dir, err)
-	}
-	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
+	return plugintest.Kept(kind+"\x00"+root+"\x00"+strings.Join(extra, "\x00"), build)
 }
