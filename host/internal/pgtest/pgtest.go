@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -125,7 +126,31 @@ func Schema(t testing.TB) string {
 			t.Fatalf("%v", err)
 		}
 	})
-	return withParam(dsn, "synchronous_commit", "off")
+	return ForTests(dsn)
+}
+
+// ForTests is dsn as the tests' sessions use it: they commit without
+// waiting for the disk (synchronous_commit off, see Schema), and try
+// without TLS first, then with it if the server wants it (sslmode=allow,
+// unless dsn names an sslmode). The test server is on loopback, and the
+// TLS handshake of each connection (the tests make hundreds) cost the
+// server more than anything a store then asks of it.
+func ForTests(dsn string) string {
+	dsn = withParam(dsn, "synchronous_commit", "off")
+	if !hasSSLMode(dsn) {
+		dsn = withParam(dsn, "sslmode", "allow")
+	}
+	return dsn
+}
+
+// hasSSLMode reports whether dsn names an sslmode: a URL's query
+// parameter, or a key=value string's pair.
+func hasSSLMode(dsn string) bool {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		return err != nil || u.Query().Has("sslmode")
+	}
+	return regexp.MustCompile(`(^|\s)sslmode\s*=`).MatchString(dsn)
 }
 
 // NewSchema makes a fresh, empty schema on the test server, named prefix

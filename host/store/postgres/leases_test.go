@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/wakeonchat/wakeonchat/host/internal/pgtest"
 	"github.com/wakeonchat/wakeonchat/host/store/postgres"
 )
 
@@ -14,7 +15,7 @@ import (
 // is not taken twice.
 func TestStrayLeaseIsTakenBack(t *testing.T) {
 	t.Parallel()
-	dsn := schema(t)
+	dsn := pgtest.Schema(t)
 	quiet := postgres.Options{Logger: slog.New(slog.DiscardHandler)}
 	a, b := openAt(t, dsn, quiet), openAt(t, dsn, quiet)
 	if err := postgres.Stray(a, "turn/s"); err != nil {

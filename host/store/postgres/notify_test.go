@@ -19,12 +19,12 @@ import (
 // from its first LISTEN on, not while it resyncs, and again after.
 func TestRecordChanges(t *testing.T) {
 	t.Parallel()
-	dsn := schema(t)
+	dsn := pgtest.Schema(t)
 	proxy, proxied := pgtest.NewProxy(t, dsn)
 	quiet := slog.New(slog.DiscardHandler)
 	a := openAt(t, dsn, postgres.Options{Logger: quiet})
 	b := openAt(t, proxied, postgres.Options{Logger: quiet, OpTimeout: time.Second, ConnectTimeout: time.Second})
-	otherDSN := schema(t)
+	otherDSN := pgtest.Schema(t)
 	other := openAt(t, otherDSN, postgres.Options{Logger: quiet})
 
 	// heard is a change and whether the listener was Following as it came.
@@ -149,7 +149,7 @@ func TestRecordChanges(t *testing.T) {
 // again. A quiet database that answers keeps it Following: its pings work.
 func TestListenerNoticesASilentDatabase(t *testing.T) {
 	t.Parallel()
-	dsn := schema(t)
+	dsn := pgtest.Schema(t)
 	proxy, proxied := pgtest.NewProxy(t, dsn)
 	b := openAt(t, proxied, postgres.Options{
 		Logger: slog.New(slog.DiscardHandler), OpTimeout: 300 * time.Millisecond, ConnectTimeout: time.Second,

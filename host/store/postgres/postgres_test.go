@@ -23,7 +23,7 @@ func open(ctx context.Context, dsn string) (*postgres.Store, error) {
 // open it; a schema a newer host migrated is refused, saying so.
 func TestSchemaVersions(t *testing.T) {
 	t.Parallel()
-	dsn := schema(t)
+	dsn := pgtest.Schema(t)
 	ctx := context.Background()
 
 	var wg sync.WaitGroup
@@ -88,7 +88,7 @@ func version(t *testing.T, dsn string) int {
 // pods have no logged wake, and wakes are logged from then on.
 func TestMigrateFromVersion1(t *testing.T) {
 	t.Parallel()
-	dsn := schema(t)
+	dsn := pgtest.Schema(t)
 	ctx := context.Background()
 	s, err := open(ctx, dsn)
 	if err != nil {
@@ -134,7 +134,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 // replica.
 func TestRecordFromBeforeTheStamp(t *testing.T) {
 	t.Parallel()
-	dsn := schema(t)
+	dsn := pgtest.Schema(t)
 	a := openAt(t, dsn, postgres.Options{})
 	b := openAt(t, dsn, postgres.Options{})
 	changes := make(chan store.RecordChange, 4)
@@ -214,7 +214,7 @@ func TestOpenErrors(t *testing.T) {
 // the DSN; once it is back, the same store works again.
 func TestDatabaseDrops(t *testing.T) {
 	t.Parallel()
-	proxy, dsn := pgtest.NewProxy(t, schema(t))
+	proxy, dsn := pgtest.NewProxy(t, pgtest.Schema(t))
 	s, err := postgres.Open(context.Background(), dsn, postgres.Options{OpTimeout: 2 * time.Second, ConnectTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
