@@ -64,9 +64,10 @@ type recorder struct {
 type logStore struct {
 	mu      sync.Mutex
 	records []record
+	added   chan struct{} // closed, and replaced, when a record is added
 }
 
-func newRecorder() *recorder { return &recorder{store: &logStore{}} }
+func newRecorder() *recorder { return &recorder{store: &logStore{added: make(chan struct{})}} }
 
 func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
 
@@ -82,6 +83,8 @@ func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
 	r.store.mu.Lock()
 	defer r.store.mu.Unlock()
 	r.store.records = append(r.store.records, record{Level: rec.Level, Message: rec.Message, Attrs: attrs})
+	close(r.store.added)
+	r.store.added = make(chan struct{})
 	return nil
 }
 
@@ -110,15 +113,24 @@ func (r *recorder) find(msg string) []record {
 }
 
 // await returns the records whose message is msg once there is at least
-// one. A plugin's log line travels through its stderr pipe and may arrive
-// just after the call that logged it returned.
+// one, or those there are after 5 s. A plugin's log line, which these
+// tests are about, travels through its stderr pipe and may arrive just
+// after the call that logged it returned: await looks again at each
+// record added.
 func (r *recorder) await(t *testing.T, msg string) []record {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	timeout := time.After(5 * time.Second)
 	for {
-		if recs := r.find(msg); len(recs) > 0 || time.Now().After(deadline) {
+		r.store.mu.Lock()
+		added := r.store.added
+		r.store.mu.Unlock()
+		if recs := r.find(msg); len(recs) > 0 {
 			return recs
 		}
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-added:
+		case <-timeout:
+			return r.find(msg)
+		}
 	}
 }
