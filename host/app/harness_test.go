@@ -8,7 +8,10 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -353,3 +356,57 @@ func (h *testHost) logged(t *testing.T, prefix string) e2e.Line {
 
 // hasURL reports whether s carries anything that looks like a URL.
 func hasURL(s string) bool { return strings.Contains(s, "http") || strings.Contains(s, "://") }
+
+// concurrently runs each of fs on a goroutine of its own and returns once
+// they all have. Each gets a testing.TB on t whose Fatal, FailNow and Skip
+// fail t and end only that goroutine (testing's own must be called from the
+// test's goroutine); once they have all returned, a failure among them
+// ends the test. For helpers that wait on something slow and independent,
+// such as the start of several hosts.
+func concurrently(t *testing.T, fs ...func(t testing.TB)) {
+	t.Helper()
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for _, f := range fs {
+		wg.Go(func() { f(goroutineTB{TB: t, failed: &failed}) })
+	}
+	wg.Wait()
+	if failed.Load() {
+		t.FailNow()
+	}
+}
+
+// goroutineTB is a testing.TB for a goroutine of concurrently's.
+type goroutineTB struct {
+	testing.TB
+	failed *atomic.Bool
+}
+
+func (g goroutineTB) FailNow() {
+	g.failed.Store(true)
+	g.TB.Fail()
+	runtime.Goexit()
+}
+
+func (g goroutineTB) Fatal(args ...any) {
+	g.TB.Helper()
+	g.TB.Error(args...)
+	g.FailNow()
+}
+
+func (g goroutineTB) Fatalf(format string, args ...any) {
+	g.TB.Helper()
+	g.TB.Errorf(format, args...)
+	g.FailNow()
+}
+
+// A skip on such a goroutine cannot skip the test: it fails it, saying so.
+func (g goroutineTB) SkipNow() { g.Fatal("a skip on a goroutine of concurrently") }
+func (g goroutineTB) Skip(args ...any) {
+	g.TB.Helper()
+	g.Fatal(append([]any{"skip on a goroutine of concurrently:"}, args...)...)
+}
+func (g goroutineTB) Skipf(format string, args ...any) {
+	g.TB.Helper()
+	g.Fatalf("skip on a goroutine of concurrently: "+format, args...)
+}

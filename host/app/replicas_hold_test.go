@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
 	"github.com/wakeonchat/wakeonchat/host/internal/pgtest"
@@ -77,15 +76,7 @@ func TestThreeReplicasHoldEveryRequest(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.Schema(t)
 	p := newSharedPod(t)
-	var hosts []*wakehost
-	for range 3 {
-		cfg := e2e.WriteConfig(t, e2e.Config{
-			ConductorURL: p.conductor.URL, LookupTimeout: time.Second, StartTimeout: startTimeout,
-			WatchPoll: replicaPoll, StoreDSNEnv: "WAKE_TEST_STORE_DSN", StoreLease: replicaLease,
-			ColdStart: "hold",
-		})
-		hosts = append(hosts, launchWakehost(t, cfg, []string{"WAKE_TEST_STORE_DSN=" + dsn}))
-	}
+	hosts := startReplicas(t, 3, dsn, p, func(c *e2e.Config) { c.ColdStart = "hold" })
 
 	const requests = 150
 	answers := make([]string, requests)

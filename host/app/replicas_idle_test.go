@@ -108,7 +108,7 @@ func (s *stopCounter) stops() []time.Time {
 
 // startIdleReplica runs host number i on the schema of dsn, with the
 // simulator at simURL as its conductor and stop_after_idle 15m on it.
-func startIdleReplica(t *testing.T, i int, simURL, dsn string, clk *fakeclock.Clock, ts *timers) *testHost {
+func startIdleReplica(t testing.TB, i int, simURL, dsn string, clk *fakeclock.Clock, ts *timers) *testHost {
 	t.Helper()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "wake.toml")
@@ -174,10 +174,12 @@ func TestThreeReplicasStopAnIdlePodOnce(t *testing.T) {
 	sc := &stopCounter{next: s.Handler(), clk: clk, stopped: make(chan struct{}, 16)}
 	simURL := serveSim(t, s, sc)
 	ts := newTimers()
-	var hosts []*testHost
-	for i := range 3 {
-		hosts = append(hosts, startIdleReplica(t, i, simURL, dsn, clk, ts))
-	}
+	hosts := make([]*testHost, 3)
+	concurrently(t,
+		func(t testing.TB) { hosts[0] = startIdleReplica(t, 0, simURL, dsn, clk, ts) },
+		func(t testing.TB) { hosts[1] = startIdleReplica(t, 1, simURL, dsn, clk, ts) },
+		func(t testing.TB) { hosts[2] = startIdleReplica(t, 2, simURL, dsn, clk, ts) },
+	)
 	a, b := hosts[0], hosts[1]
 
 	// A wakes the pod and watches the wake until it is ready, 1m30s after

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,23 +25,41 @@ import (
 
 // sharedPod is a conductor and a model on loopback for the replicas: the pod
 // qwen is EXITED until the test makes it ready, every start is answered 202
-// and counted, and so is every lookup. The model echoes the last message,
-// keeps every request's messages, and holds a completion of "hold" until
-// the test releases it.
+// and counted, and every start and lookup is noted, with the replica that
+// sent it, in calls. The model echoes the last message, keeps every
+// request's messages, and holds a completion of "hold" until the test
+// releases it.
 type sharedPod struct {
 	conductor, model *httptest.Server
-	starts, lookups  atomic.Int64
+	starts           atomic.Int64
 	ready            atomic.Pointer[string] // the readySince, once ready
 
 	mu       sync.Mutex
+	calls    []conductorCall
+	called   chan struct{}         // closed and replaced at each call
 	requests [][]map[string]string // every completion's messages
 	held     chan struct{}         // a "hold" completion arrived
 	release  chan struct{}         // closed by the test: "hold" answers
 }
 
+// conductorCall is one request the conductor answered: a start or a
+// lookup (kind "start" or "get") of the replica whose conductor URL it
+// came through (replicaURL), -1 for the conductor's own URL.
+type conductorCall struct {
+	replica int
+	kind    string
+}
+
+// replicaURL is the conductor's URL for replica i: its own path prefix, so
+// that the conductor tells the replicas' requests apart. (The conductor
+// plugin puts the API's paths under the URL it is given.)
+func (p *sharedPod) replicaURL(i int) string {
+	return fmt.Sprintf("%s/replica/%d", p.conductor.URL, i)
+}
+
 func newSharedPod(t *testing.T) *sharedPod {
 	t.Helper()
-	p := &sharedPod{held: make(chan struct{}, 1), release: make(chan struct{})}
+	p := &sharedPod{called: make(chan struct{}), held: make(chan struct{}, 1), release: make(chan struct{})}
 	p.model = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Messages []map[string]string `json:"messages"`
@@ -66,13 +86,21 @@ func newSharedPod(t *testing.T) *sharedPod {
 		}}})
 	}))
 	p.conductor = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		replica, path := -1, r.URL.Path
+		if rest, ok := strings.CutPrefix(path, "/replica/"); ok {
+			n, api, _ := strings.Cut(rest, "/")
+			if i, err := strconv.Atoi(n); err == nil {
+				replica, path = i, "/"+api
+			}
+		}
 		switch {
-		case r.Method == http.MethodPost && r.URL.Path == "/api/pods/qwen/start":
+		case r.Method == http.MethodPost && path == "/api/pods/qwen/start":
+			p.note(conductorCall{replica: replica, kind: "start"})
 			p.starts.Add(1)
 			w.WriteHeader(http.StatusAccepted)
 			io.WriteString(w, "{}")
-		case r.Method == http.MethodGet && r.URL.Path == "/api/pods/qwen":
-			p.lookups.Add(1)
+		case r.Method == http.MethodGet && path == "/api/pods/qwen":
+			p.note(conductorCall{replica: replica, kind: "get"})
 			w.Header().Set("Content-Type", "application/json")
 			if since := p.ready.Load(); since != nil {
 				io.WriteString(w, `{"name":"qwen","status":"RUNNING","isRunning":true,"proxyUrl":"`+p.model.URL+
@@ -89,6 +117,44 @@ func newSharedPod(t *testing.T) *sharedPod {
 		p.model.Close()
 	})
 	return p
+}
+
+// note notes a call, before it is answered.
+func (p *sharedPod) note(c conductorCall) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls = append(p.calls, c)
+	close(p.called)
+	p.called = make(chan struct{})
+}
+
+// callCount is how many calls the conductor got so far.
+func (p *sharedPod) callCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.calls)
+}
+
+// awaitCalls waits until done, given every call so far, says yes, and
+// returns those calls; after within it fails the test, saying it found no
+// what.
+func (p *sharedPod) awaitCalls(t *testing.T, within time.Duration, what string, done func([]conductorCall) bool) []conductorCall {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		p.mu.Lock()
+		calls, called := slices.Clone(p.calls), p.called
+		p.mu.Unlock()
+		if done(calls) {
+			return calls
+		}
+		select {
+		case <-called:
+		case <-deadline:
+			t.Fatalf("the conductor got no %s within %v: %v", what, within, calls)
+			return nil
+		}
+	}
 }
 
 // makeReady makes the pod RUNNING with its model answering since now, to
@@ -115,16 +181,23 @@ const (
 	replicaPoll  = 200 * time.Millisecond
 )
 
-// startReplicas runs n wakehost processes on the schema of dsn and the pod.
-func startReplicas(t *testing.T, n int, dsn string, p *sharedPod) []*wakehost {
+// startReplicas runs n wakehost processes on the schema of dsn and the pod,
+// host i's conductor URL p.replicaURL(i), each with its wake.toml from
+// e2e.Config and then tune (nil for none). They start one after the other:
+// e2e.Launch hands each a port it found free, and two launched at once
+// can be handed the same one.
+func startReplicas(t *testing.T, n int, dsn string, p *sharedPod, tune func(*e2e.Config)) []*wakehost {
 	t.Helper()
 	var hosts []*wakehost
-	for range n {
-		cfg := e2e.WriteConfig(t, e2e.Config{
-			ConductorURL: p.conductor.URL, LookupTimeout: time.Second, StartTimeout: startTimeout,
+	for i := range n {
+		c := e2e.Config{
+			ConductorURL: p.replicaURL(i), LookupTimeout: time.Second, StartTimeout: startTimeout,
 			WatchPoll: replicaPoll, StoreDSNEnv: "WAKE_TEST_STORE_DSN", StoreLease: replicaLease,
-		})
-		hosts = append(hosts, launchWakehost(t, cfg, []string{"WAKE_TEST_STORE_DSN=" + dsn}))
+		}
+		if tune != nil {
+			tune(&c)
+		}
+		hosts = append(hosts, launchWakehost(t, e2e.WriteConfig(t, c), []string{"WAKE_TEST_STORE_DSN=" + dsn}))
 	}
 	return hosts
 }
@@ -153,43 +226,29 @@ func (h *wakehost) counted(t *testing.T, name string, where ...string) float64 {
 	return scrapeAt(t, h.client, h.base).sum(name, where...)
 }
 
-// countsOf is each host's counted(name, where...).
-func countsOf(t *testing.T, hosts []*wakehost, name string, where ...string) []float64 {
-	t.Helper()
-	out := make([]float64, len(hosts))
-	for i, h := range hosts {
-		out[i] = h.counted(t, name, where...)
+// isStart reports whether c is a start.
+func isStart(c conductorCall) bool { return c.kind == "start" }
+
+// reads are the lookups among calls.
+func reads(calls []conductorCall) []conductorCall {
+	var out []conductorCall
+	for _, c := range calls {
+		if c.kind == "get" {
+			out = append(out, c)
+		}
 	}
 	return out
 }
 
-// firstToCount scrapes hosts until one counts name (where...) above what
-// from says it counted before, and returns that host's index; none within
-// within fails the test. A counter is what each host exposes of what it
-// did itself: its own starts, pod reads and recorded outcomes.
-func firstToCount(t *testing.T, hosts []*wakehost, from []float64, within time.Duration, name string, where ...string) int {
+// stream opens h's event stream of pod qwen.
+func (h *wakehost) stream(t *testing.T) *eventStream {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		for i, h := range hosts {
-			if h.counted(t, name, where...) > from[i] {
-				return i
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no replica counted %s %v within %v", name, where, within)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	return openStream(t, h.client, h.base, "/api/pods/qwen/events")
 }
 
-// The counters the replicas' tests follow: a host's own start requests,
-// its own pod reads (a watch's; nobody asks meanwhile), the wakes whose
-// outcome it recorded.
-const (
-	conductorRequests = "wakeonchat_conductor_requests_total"
-	wakesTotal        = "wakeonchat_wakes_total"
-)
+// wakesTotal is the counter of the wakes whose outcome a host recorded
+// itself.
+const wakesTotal = "wakeonchat_wakes_total"
 
 // TestThreeReplicas: three hosts on one database behave as one. A burst of
 // 1000 asks spread over them makes one start, and every ask gets the same
@@ -207,7 +266,7 @@ func TestThreeReplicas(t *testing.T) {
 	t.Parallel()
 	dsn := pgtest.Schema(t)
 	p := newSharedPod(t)
-	hosts := startReplicas(t, 3, dsn, p)
+	hosts := startReplicas(t, 3, dsn, p, nil)
 
 	// The burst: 1000 asks, 64 at a time, round robin over the hosts.
 	const asks, concurrency = 1000, 64
@@ -241,31 +300,32 @@ func TestThreeReplicas(t *testing.T) {
 		t.Errorf("the burst's replies: %v; want one waking and the rest still waking (0 min)", counts)
 	}
 	// The host that sent the start is the one whose watch follows the wake.
-	watcher := firstToCount(t, hosts, make([]float64, len(hosts)), waitFor, conductorRequests, "kind=start")
-	e2e.WaitCount(t, "starts", 1, func() int { return int(p.starts.Load()) }, waitFor)
+	calls := p.awaitCalls(t, waitFor, "start", func(cs []conductorCall) bool { return slices.ContainsFunc(cs, isStart) })
+	watcher := calls[slices.IndexFunc(calls, isStart)].replica
+	if watcher < 0 || watcher >= len(hosts) {
+		t.Fatalf("the start came through the conductor URL of replica %d", watcher)
+	}
 
 	// One watch per wake: with no asks, the watching host alone reads the
 	// pod, once a poll, not once a poll per host. The window is the time
 	// the conductor takes to see windowReads reads, waited for: a busy
 	// machine stretches it, which can make the reads only rarer.
 	const windowReads = 5
-	readsFrom := countsOf(t, hosts, conductorRequests, "kind=get")
-	before, began := p.lookups.Load(), time.Now()
-	for p.lookups.Load()-before < windowReads {
-		if time.Since(began) > waitFor {
-			t.Fatalf("%d pod reads in %v with a wake in progress, want %d: no watch polls", p.lookups.Load()-before, waitFor, windowReads)
-		}
-		time.Sleep(5 * time.Millisecond)
+	from, began := p.callCount(), time.Now()
+	window := p.awaitCalls(t, waitFor, fmt.Sprintf("%d pod reads with a wake in progress (no watch polls)", windowReads),
+		func(cs []conductorCall) bool { return len(reads(cs[from:])) >= windowReads })[from:]
+	polls := int64(time.Since(began) / replicaPoll)
+	if n := int64(len(reads(window))); n > polls+2 {
+		t.Errorf("%d pod reads in %d watch polls of three hosts, want about one a poll", n, polls)
 	}
-	reads, polls := p.lookups.Load()-before, int64(time.Since(began)/replicaPoll)
-	readsTo := countsOf(t, hosts, conductorRequests, "kind=get")
-	if reads > polls+2 {
-		t.Errorf("%d pod reads in %d watch polls of three hosts, want about one a poll", reads, polls)
-	}
-	for i := range hosts {
-		if n := readsTo[i] - readsFrom[i]; i != watcher && n != 0 {
-			t.Errorf("host %d, which does not watch the wake, read the pod %v times meanwhile, want none", i, n)
+	for _, c := range reads(window) {
+		if c.replica != watcher {
+			t.Errorf("host %d, which does not watch the wake, read the pod meanwhile, want none: %v", c.replica, window)
+			break
 		}
+	}
+	if n := p.starts.Load(); n != 1 {
+		t.Errorf("%d starts for the burst, want 1", n)
 	}
 	for i, h := range hosts {
 		if i != watcher && len(h.log.Matching(t, "wake watch resumed")) > 0 {
@@ -292,12 +352,27 @@ func TestThreeReplicas(t *testing.T) {
 	// once: the first survivor to read it took the watch over.
 	hosts[watcher].cmd.Process.Kill()
 	<-hosts[watcher].exited
-	survivors := []*wakehost{hosts[waitOn], hosts[resumeOn]}
-	readsBefore := countsOf(t, survivors, conductorRequests, "kind=get")
+	killed := p.callCount()
 	p.makeReady()
-	taker := firstToCount(t, survivors, readsBefore, 10*replicaLease+10*time.Second, conductorRequests, "kind=get")
-	if got := firstToCount(t, survivors, make([]float64, len(survivors)), 5*time.Second, wakesTotal, "outcome=ready"); got != taker {
-		t.Errorf("survivor %d recorded the wake ready, but survivor %d took the watch over", got, taker)
+	bySurvivor := func(c conductorCall) bool { return c.kind == "get" && c.replica != watcher }
+	calls = p.awaitCalls(t, 10*replicaLease+10*time.Second, "pod read by a survivor (nobody took the watch over)",
+		func(cs []conductorCall) bool { return slices.ContainsFunc(cs[killed:], bySurvivor) })[killed:]
+	taker := calls[slices.IndexFunc(calls, bySurvivor)].replica
+	if taker != waitOn && taker != resumeOn {
+		t.Fatalf("the first pod read after the kill came through the conductor URL of replica %d", taker)
+	}
+	// The taker's own stream shows the wake ready once its watch recorded
+	// it (and counted it: the metrics follow each change before the
+	// streams); the other survivor counted nothing.
+	hosts[taker].stream(t).nextState(t, "ready", waitFor)
+	for _, i := range []int{waitOn, resumeOn} {
+		want := 0.0
+		if i == taker {
+			want = 1
+		}
+		if got := hosts[i].counted(t, wakesTotal, "outcome=ready"); got != want {
+			t.Errorf("survivor %d counted %v wakes ready, want %v: survivor %d took the watch over", i, got, want, taker)
+		}
 	}
 	if n := p.starts.Load(); n != 1 {
 		t.Errorf("%d starts after the takeover, want still 1", n)
@@ -399,10 +474,10 @@ func (es *eventStream) nextState(t *testing.T, state string, d time.Duration) po
 func TestReplicaEvents(t *testing.T) {
 	dsn := pgtest.Schema(t)
 	p := newSharedPod(t)
-	hosts := startReplicas(t, 2, dsn, p)
+	hosts := startReplicas(t, 2, dsn, p, nil)
 	a, b := hosts[0], hosts[1]
 
-	atB := openStream(t, b.client, b.base, "/api/pods/qwen/events")
+	atA, atB := a.stream(t), b.stream(t)
 	if first := atB.nextPod(t); first.State != "asleep" {
 		t.Fatalf("B's first event: %+v, want asleep", first)
 	}
@@ -427,10 +502,13 @@ func TestReplicaEvents(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	p.makeReady()
-	if got := firstToCount(t, hosts, make([]float64, len(hosts)), waitFor, wakesTotal, "outcome=ready"); got != 0 {
-		t.Fatalf("replica %d recorded the wake ready, want A, whose watch it is", got)
-	}
+	// A's own stream shows the wake ready once A's watch recorded it, and
+	// counted it (the metrics follow each change before the streams).
+	atA.nextState(t, "ready", waitFor)
 	recorded := time.Now()
+	if got := a.counted(t, wakesTotal, "outcome=ready"); got != 1 {
+		t.Fatalf("A counted %v wakes ready once its stream showed it ready, want 1: A's watch records it", got)
+	}
 	ready := atB.nextState(t, "ready", waitFor)
 	if lag := time.Since(recorded); lag > elsewhereWithin {
 		t.Errorf("B's stream showed ready %v after A recorded it, want within %v", lag, elsewhereWithin)
