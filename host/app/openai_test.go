@@ -140,14 +140,15 @@ func streamSDK(t *testing.T, c openaisdk.Client, p openaisdk.ChatCompletionNewPa
 	return out
 }
 
-// wakeToReady asks once (the wake) and moves the clock past the simulated
-// nine-minute wake.
+// wakeToReady asks once (the wake) and moves the clock through the
+// simulated nine-minute wake, a minute each time the wake's watch waits on
+// it, until the pod's event stream says the wake is ready.
 func wakeToReady(t *testing.T, h *testHost, c openaisdk.Client) {
 	t.Helper()
 	if got, _ := askSDK(t, c, userTurn("wake up")); got != e2e.ReplyWaking {
 		t.Fatalf("first ask: %q, want the waking reply", got)
 	}
-	stepThrough(h.clock, t0.Add(9*time.Minute+10*time.Second), time.Minute, 1)
+	h.stepUntilState(t, "ready", time.Minute)
 }
 
 // heldLimit is as far as a held request's test moves the clock: the
@@ -179,19 +180,6 @@ func stepUntil[T any](c *fakeclock.Clock, limit time.Time, step time.Duration, w
 	case <-time.After(waitFor):
 		var zero T
 		return zero, false
-	}
-}
-
-// stepThrough moves the fake clock to target in steps of at most step,
-// each once waiters wait on the clock (a wake's watch; a held request and
-// the watch are two) or, once fewer do (the watch ends when the wake is
-// ready), after a short real-time wait.
-func stepThrough(c *fakeclock.Clock, target time.Time, step time.Duration, waiters int) {
-	for now := c.Now(); now.Before(target); now = c.Now() {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		_ = c.BlockUntilWaiters(ctx, waiters)
-		cancel()
-		c.Advance(min(step, target.Sub(now)))
 	}
 }
 
