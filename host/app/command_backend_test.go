@@ -3,6 +3,7 @@ package app_test
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -12,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wakeonchat/wakeonchat/host/app"
+	"github.com/wakeonchat/wakeonchat/host/config"
 	"github.com/wakeonchat/wakeonchat/host/internal/e2e"
+	"github.com/wakeonchat/wakeonchat/host/internal/fakeclock"
 	"github.com/wakeonchat/wakeonchat/machines"
 )
 
@@ -116,20 +120,21 @@ func running(pidFile string) bool {
 }
 
 // TestCommandBackendWakesARealProcess (#19): a pod on a command backend
-// whose start, stop and status are real process operations. The first ask
-// finds it EXITED and wakes it (the start script starts the model process);
-// the watch reads the status script, which says RUNNING with the model's
-// URL, and probes the model; once it answers, the next ask is the model's
-// answer. Two idle seconds after that answer the host stops what it woke:
-// the stop script ends the model process, the pod is idled, and the next
-// ask says so and wakes it again. (The idle period also runs from the pod
-// becoming ready: the test has those two seconds to see it ready and ask,
-// on a machine busy with the other tests.)
+// whose start, stop and status are real process operations, run by the
+// command plugin built into wakehost; the host runs in process, on a fake
+// clock. The first ask finds it EXITED and wakes it (the start script
+// starts the model process); the watch reads the status script, which says
+// RUNNING with the model's URL, and probes the model; once it answers, the
+// next ask is the model's answer. Fifteen idle minutes after that answer
+// (stop_after_idle's default) the host stops what it woke: the stop script
+// ends the model process, the pod is idled, and the next ask says so and
+// wakes it again.
 func TestCommandBackendWakesARealProcess(t *testing.T) {
 	t.Parallel()
 	e2e.RequireProc(t)
-	scripts, pidFile, _ := commandBackend(t)
-	cfg := filepath.Join(t.TempDir(), "wake.toml")
+	scripts, pidFile, modelURL := commandBackend(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "wake.toml")
 	toml := fmt.Sprintf(`[server]
 listen = "127.0.0.1:0"
 data_dir = %q
@@ -137,17 +142,12 @@ data_dir = %q
 [conductor]
 url = "http://127.0.0.1:9"
 
-[timings]
-watch_poll = "200ms"
-probe_interval = "200ms"
-
 [[backends]]
 name = "box"
 kind = "command"
 start = ["/bin/sh", %q]
 stop = ["/bin/sh", %q]
 status = ["/bin/sh", %q]
-stop_after_idle = "2s"
 
 [[providers]]
 name = "qwen"
@@ -155,93 +155,88 @@ pod = "qwen"
 model = "qwen"
 backend = "box"
 api_key_env = ""
-`, filepath.Join(filepath.Dir(cfg), "data"), filepath.Join(scripts, "start.sh"), filepath.Join(scripts, "stop.sh"), filepath.Join(scripts, "status.sh"))
+`, filepath.Join(dir, "data"), filepath.Join(scripts, "start.sh"), filepath.Join(scripts, "stop.sh"), filepath.Join(scripts, "status.sh"))
 	if err := os.WriteFile(cfg, []byte(toml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	h := launchWakehost(t, cfg, nil)
+	clk, ts := fakeclock.New(t0), newTimers()
+	logs := &e2e.Log{}
+	eh := e2e.Start(t, app.Options{
+		ConfigPath: cfg, Logger: logs.Logger(slog.LevelDebug), Getenv: func(string) string { return "" },
+		Clock: timerClock{Clock: clk, timers: ts}, PluginDir: binDir, Executable: filepath.Join(binDir, e2e.WakehostBin),
+	}, logs, nil)
+	h := &testHost{Host: eh, clock: clk, log: logs}
 
-	status, body := h.post(chatRequest{Message: "hello", SessionID: "box"})
-	var r chatReply
-	if status != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || r.Reply != e2e.ReplyWaking {
-		t.Fatalf("first ask: %d %s, want the waking reply", status, body)
+	if got := h.ask(t, "box", "hello"); got != e2e.ReplyWaking {
+		t.Fatalf("first ask: %q, want the waking reply", got)
 	}
-	deadline := time.Now().Add(waitFor)
-	for !running(pidFile) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the start script did not start the model process within %v", waitFor)
-		}
-		time.Sleep(20 * time.Millisecond)
+	awaitProcess(t, pidFile, true, "the start script did not start the model process")
+	awaitModel(t, modelURL)
+	// Ready once the watch has read RUNNING and the model answered its
+	// probe: the watch's next poll (watch_poll, 5s) finds both.
+	e2e.WaitWatcher(t, clk, waitFor)
+	clk.Advance(5 * time.Second)
+	h.waitState(t, "ready")
+	answered := clk.Now()
+	if got := h.ask(t, "box", "are you there?"); got != "echo: are you there?" {
+		t.Errorf("ask once ready: %q, want the model's echo", got)
 	}
-	// Ready once the watch has read RUNNING and the model answered its probe.
-	deadline = time.Now().Add(waitFor)
-	for {
-		code, view, err := h.get("/api/pods/qwen")
-		if err == nil && code == http.StatusOK && json.Valid([]byte(view)) {
-			var v struct {
-				Ready bool   `json:"ready"`
-				State string `json:"state"`
-			}
-			if json.Unmarshal([]byte(view), &v) == nil && v.Ready {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the pod was not ready within %v: %d %s", waitFor, code, view)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	status, body = h.post(chatRequest{Message: "are you there?", SessionID: "box"})
-	if status != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || r.Reply != "echo: are you there?" {
-		t.Errorf("ask once ready: %d %s, want the model's echo", status, body)
-	}
-	stoppedAfterIdle(t, h, pidFile)
-}
 
-// stoppedAfterIdle is the second half of TestCommandBackendWakesARealProcess:
-// the idle stop, seen in the process, the view, the reply and the log.
-func stoppedAfterIdle(t *testing.T, h *wakehost, pidFile string) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for running(pidFile) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the host did not stop the idle pod within %v", waitFor)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	for {
-		_, view, _ := h.get("/api/pods/qwen")
-		var v struct {
-			State string `json:"state"`
-		}
-		if json.Unmarshal([]byte(view), &v) == nil && v.State == "idled" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stopped pod's view: %s, want state idled", view)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// The idle stop, due 15 minutes after that answer, once the host has
+	// set its timer for then.
+	due := answered.Add(config.DefaultStopAfterIdle)
+	ts.await(t, 0, due, "the idle stop is not due 15 min after the answer")
+	clk.Set(due)
+	awaitProcess(t, pidFile, false, "the host did not stop the idle pod")
+	h.waitState(t, "idled")
 	// The reply, rendered from the default wording: the wake measured
 	// took well under a minute, so the estimate is its one minute.
 	want, err := machines.MustDefaultReplies().Render(machines.ReplyIdleStopped, machines.ReplyData{Pod: "qwen", EtaMinutes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, body := h.post(chatRequest{Message: "back?", SessionID: "box"})
-	var r chatReply
-	if status != http.StatusOK || json.Unmarshal([]byte(body), &r) != nil || r.Reply != want {
-		t.Errorf("the ask after the idle stop: %d %s, want %q", status, body, want)
-	}
-	if len(h.log.Matching(t, "pod stopped after idling: pod qwen")) != 1 {
-		t.Errorf("no one line \"pod stopped after idling: pod qwen\"; the log:\n%s", h.log.Operator(t))
+	if got := h.ask(t, "box", "back?"); got != want {
+		t.Errorf("the ask after the idle stop: %q, want %q", got, want)
 	}
 	// That ask woke the pod again: wait for its model process, whose pid
 	// the cleanup reads to end it (a start script cut short by the host's
 	// shutdown would leave it running with no pid written).
-	for deadline := time.Now().Add(waitFor); !running(pidFile); time.Sleep(20 * time.Millisecond) {
+	awaitProcess(t, pidFile, true, "the second wake's start script did not start the model process")
+	// The stop's line is whole in the log once the host stopped.
+	h.stop(t)
+	if n := len(h.log.Matching(t, "pod stopped after idling: pod qwen")); n != 1 {
+		t.Errorf("%d lines \"pod stopped after idling: pod qwen\", want 1; the log:\n%s", n, h.log.Operator(t))
+	}
+}
+
+// awaitModel waits until the model process at url answers, and fails the
+// test after waitFor: a real process takes a moment of real time to
+// listen, which the fake clock does not wait for.
+func awaitModel(t *testing.T, url string) {
+	t.Helper()
+	client := &http.Client{Timeout: time.Second}
+	t.Cleanup(client.CloseIdleConnections)
+	for deadline := time.Now().Add(waitFor); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := client.Get(url + "/v1/models"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the second wake's start script did not start the model process within %v", waitFor)
+			t.Fatalf("the model process at %s did not answer within %v", url, waitFor)
+		}
+	}
+}
+
+// awaitProcess waits until the process in pidFile runs (or, with run
+// false, no longer does), and fails the test with why after waitFor: the
+// scripts start and stop it in real time.
+func awaitProcess(t *testing.T, pidFile string, run bool, why string) {
+	t.Helper()
+	for deadline := time.Now().Add(waitFor); running(pidFile) != run; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s within %v", why, waitFor)
 		}
 	}
 }
