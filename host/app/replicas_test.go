@@ -261,9 +261,10 @@ const wakesTotal = "wakeonchat_wakes_total"
 //
 // Most of its time is the takeover's wait: a wake is left to the host that
 // decided it until its start's own cap has passed (wake's start_timeout and
-// slack, over 5 s), whatever the lease.
+// slack, over 5 s), whatever the lease. So the hosts start and the burst
+// wakes the pod before the test is parallel: that wait then runs while the
+// package's other tests do, whenever this one gets its turn among them.
 func TestThreeReplicas(t *testing.T) {
-	t.Parallel()
 	dsn := pgtest.Schema(t)
 	p := newSharedPod(t)
 	hosts := startReplicas(t, 3, dsn, p, nil)
@@ -299,6 +300,7 @@ func TestThreeReplicas(t *testing.T) {
 	if counts[e2e.ReplyWaking] != 1 || counts[e2e.ReplyWaking]+counts[e2e.ReplyStillWaking(0)] != asks {
 		t.Errorf("the burst's replies: %v; want one waking and the rest still waking (0 min)", counts)
 	}
+	t.Parallel()
 	// The host that sent the start is the one whose watch follows the wake.
 	calls := p.awaitCalls(t, waitFor, "start", func(cs []conductorCall) bool { return slices.ContainsFunc(cs, isStart) })
 	watcher := calls[slices.IndexFunc(calls, isStart)].replica
