@@ -54,8 +54,15 @@ func TestStatusPageInBrowser(t *testing.T) {
 	t.Parallel()
 	const statusRefresh = time.Second
 	clk := fakeclock.New(t0)
-	h := startHost(t, hostOptions{simulate: true, clock: clk, statusRefresh: statusRefresh})
-	b := browser.New(t)
+	// The browser and the host start at once: Chromium takes a second.
+	var h *testHost
+	var b *browser.Browser
+	concurrently(t,
+		func(t testing.TB) { b = browser.New(t) },
+		func(t testing.TB) {
+			h = startHost(t, hostOptions{simulate: true, clock: clk, statusRefresh: statusRefresh})
+		},
+	)
 	p := b.Open(t, h.Base+"/")
 	p.Do(chromedp.EmulateViewport(1000, 900))
 	dst := os.Getenv(EnvStatusScreenshot)

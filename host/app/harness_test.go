@@ -85,7 +85,7 @@ type testHost struct {
 
 // writeConfig writes a small wake.toml into a fresh temp dir and returns its
 // path.
-func writeConfig(t *testing.T, o hostOptions) string {
+func writeConfig(t testing.TB, o hostOptions) string {
 	t.Helper()
 	return e2e.WriteConfig(t, e2e.Config{
 		DataDir:         o.dataDir,
@@ -111,7 +111,7 @@ func storeDSNEnv(dsn string) string {
 }
 
 // startHost runs app.New and Serve with o, and stops the host at cleanup.
-func startHost(t *testing.T, o hostOptions) *testHost {
+func startHost(t testing.TB, o hostOptions) *testHost {
 	t.Helper()
 	if o.clock == nil {
 		t.Fatal("startHost: hostOptions.clock is required")
