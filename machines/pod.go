@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wakeonchat/wakeonchat/engine"
@@ -207,12 +208,18 @@ type Pod struct {
 
 // NewPod compiles the embedded pod lifecycle table with policy.
 func NewPod(policy Policy) (*Pod, error) {
-	l, err := specs.ParseLifecycle(specs.PodLifecycleSource())
+	l, err := podLifecycle()
 	if err != nil {
 		return nil, err
 	}
 	return newPod(l, policy)
 }
+
+// podLifecycle is the embedded table, parsed once: it never changes, and
+// newPod only reads it (engine.Compile and newFacts copy what they keep).
+var podLifecycle = sync.OnceValues(func() (specs.Lifecycle, error) {
+	return specs.ParseLifecycle(specs.PodLifecycleSource())
+})
 
 func newPod(l specs.Lifecycle, policy Policy) (*Pod, error) {
 	if policy.Replies == nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"text/template/parse"
 	"time"
@@ -315,15 +316,18 @@ func checkPlainBranch(b *parse.BranchNode) error {
 	return nil
 }
 
-// MustDefaultReplies parses DefaultReplies; it panics only if the defaults
-// themselves are broken, which a test forbids.
-func MustDefaultReplies() *Replies {
+// MustDefaultReplies is DefaultReplies parsed, once in a process: Replies
+// never change after ParseReplies, and a template renders concurrently. It
+// panics only if the defaults themselves are broken, which a test forbids.
+func MustDefaultReplies() *Replies { return parsedDefaults() }
+
+var parsedDefaults = sync.OnceValue(func() *Replies {
 	r, err := ParseReplies(DefaultReplies())
 	if err != nil {
 		panic(err)
 	}
 	return r
-}
+})
 
 // Render executes the reply key's template with d.
 func (r *Replies) Render(key ReplyKey, d ReplyData) (string, error) {
