@@ -78,9 +78,9 @@ func build(ctx context.Context, dir string, pkgs []string) error {
 	return nil
 }
 
-// Importers lists the module's packages whose non-test files import pkg
-// (an import path), as go list reports them.
-func Importers(ctx context.Context, pkg string) ([]string, error) {
+// Importers maps each of pkgs (import paths) to the module's packages whose
+// non-test files import it, as one go list reports them.
+func Importers(ctx context.Context, pkgs ...string) (map[string][]string, error) {
 	root, err := ModuleRoot(ctx)
 	if err != nil {
 		return nil, err
@@ -91,12 +91,12 @@ func Importers(ctx context.Context, pkg string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go list: %w", err)
 	}
-	var importers []string
+	importers := make(map[string][]string, len(pkgs))
 	for line := range strings.Lines(string(out)) {
 		fields := strings.Fields(line)
 		for _, imp := range fields[min(1, len(fields)):] {
-			if imp == pkg {
-				importers = append(importers, fields[0])
+			if slices.Contains(pkgs, imp) {
+				importers[imp] = append(importers[imp], fields[0])
 			}
 		}
 	}

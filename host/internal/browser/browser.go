@@ -11,10 +11,12 @@
 // (scripts/install-chromium.sh, which make test runs when none is found): it never skips,
 // so a green run always drove a browser.
 //
-// Screenshots go into the test's temporary directory, removed with it,
-// unless the test binary runs with -keep-screenshots or WAKE_KEEP_SCREENSHOTS
-// is set (to anything but "" or "0"): then into a directory of their own
-// that is kept, named in the test's log.
+// A page's screenshots go into the temporary directory of the test that
+// opened it, removed with it, unless the test binary runs with
+// -keep-screenshots or WAKE_KEEP_SCREENSHOTS is set (to anything but "" or
+// "0"): then into a directory of their own that is kept, named in the test's
+// log. So one browser can serve several subtests, each with its own
+// screenshots.
 package browser
 
 import (
@@ -76,7 +78,6 @@ const Timeout = 30 * time.Second
 // started it.
 type Browser struct {
 	ctx context.Context // the browser's first tab; pages are tabs beside it
-	dir string          // where screenshots go
 }
 
 // New starts a headless Chromium for t with a 1280×800 window, and stops it
@@ -103,7 +104,7 @@ func New(t testing.TB) *Browser {
 	if _, err := within(func() (chromedp.Void, error) { return chromedp.Void{}, chromedp.Do(ctx) }); err != nil {
 		t.Fatalf("browser: %s did not start: %v", path, err)
 	}
-	return &Browser{ctx: ctx, dir: screenshotDir(t)}
+	return &Browser{ctx: ctx}
 }
 
 // Keeping reports whether screenshots are kept (-keep-screenshots, or
@@ -129,15 +130,12 @@ func screenshotDir(t testing.TB) string {
 	return dir
 }
 
-// Dir is where the browser's screenshots go.
-func (b *Browser) Dir() string { return b.dir }
-
 // Page is one tab of the browser, with everything its console received
 // since it was opened.
 type Page struct {
-	b   *Browser
 	t   testing.TB
 	ctx context.Context
+	dir func() string // where its screenshots go, made at the first
 
 	mu      sync.Mutex
 	console []chromedp.ConsoleMessage
@@ -151,7 +149,8 @@ type Page struct {
 func (b *Browser) Open(t testing.TB, url string) *Page {
 	t.Helper()
 	ctx, cancel := chromedp.NewContext(b.ctx)
-	p := &Page{b: b, t: t, ctx: ctx, seen: make(chan struct{})}
+	p := &Page{t: t, ctx: ctx, seen: make(chan struct{})}
+	p.dir = sync.OnceValue(func() string { return screenshotDir(t) })
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		cancel()
@@ -286,15 +285,18 @@ func (p *Page) CheckNoErrors() {
 	}
 }
 
-// Screenshot writes a PNG of the whole page as name.png into the
-// browser's screenshot directory and returns its path.
+// Dir is where the page's screenshots go (see the package's doc).
+func (p *Page) Dir() string { return p.dir() }
+
+// Screenshot writes a PNG of the whole page as name.png into the page's
+// screenshot directory (Dir) and returns its path.
 func (p *Page) Screenshot(name string) string {
 	p.t.Helper()
 	png, err := p.screenshot()
 	if err != nil {
 		p.t.Fatalf("browser: screenshot %s: %v", name, err)
 	}
-	path := filepath.Join(p.b.dir, unsafeName.ReplaceAllString(name, "_")+".png")
+	path := filepath.Join(p.dir(), unsafeName.ReplaceAllString(name, "_")+".png")
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		p.t.Fatalf("browser: screenshot %s: %v", name, err)
 	}

@@ -2,7 +2,6 @@ package browser_test
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"fmt"
 	"image/png"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/wakeonchat/wakeonchat/host/internal/binaries"
 	"github.com/wakeonchat/wakeonchat/host/internal/browser"
 )
 
@@ -65,11 +63,19 @@ func (r *recorder) Errorf(format string, args ...any) {
 
 func (r *recorder) Helper() {}
 
-// TestConsoleErrors: the harness reports a page's console.error and its
-// uncaught exception, and nothing for a page that only logs.
-func TestConsoleErrors(t *testing.T) {
+// TestHarness tries the harness on one browser, as a test of the host's
+// would use it (a Chromium costs seconds of CPU to start): its subtests
+// open their pages in it.
+func TestHarness(t *testing.T) {
 	srv := pages(t)
 	b := browser.New(t)
+	t.Run("console errors", func(t *testing.T) { testConsoleErrors(t, b, srv) })
+	t.Run("screenshot", func(t *testing.T) { testScreenshot(t, b, srv) })
+}
+
+// testConsoleErrors: the harness reports a page's console.error and its
+// uncaught exception, and nothing for a page that only logs.
+func testConsoleErrors(t *testing.T, b *browser.Browser, srv *httptest.Server) {
 
 	clean := b.Open(t, srv.URL+"/clean")
 	if errs := clean.Errors(); len(errs) != 0 {
@@ -109,10 +115,10 @@ func TestConsoleErrors(t *testing.T) {
 	}
 }
 
-// TestScreenshot: a screenshot is a PNG of the page in the test's temporary
-// directory, gone with it, unless WAKE_KEEP_SCREENSHOTS keeps it.
-func TestScreenshot(t *testing.T) {
-	srv := pages(t)
+// testScreenshot: a screenshot is a PNG of the page in the temporary
+// directory of the test that opened the page, gone with it, unless
+// WAKE_KEEP_SCREENSHOTS keeps it.
+func testScreenshot(t *testing.T, b *browser.Browser, srv *httptest.Server) {
 	for _, keep := range []bool{false, true} {
 		var path string
 		t.Run(fmt.Sprintf("keep=%v", keep), func(t *testing.T) {
@@ -121,12 +127,11 @@ func TestScreenshot(t *testing.T) {
 			} else {
 				t.Setenv(browser.EnvKeepScreenshots, "")
 			}
-			b := browser.New(t)
 			page := b.Open(t, srv.URL+"/clean")
 			page.Do(chromedp.EmulateViewport(390, 844)) // a phone
 			path = page.Screenshot("clean page")
-			if filepath.Dir(path) != b.Dir() || filepath.Base(path) != "clean_page.png" {
-				t.Errorf("screenshot at %s, want clean_page.png in %s", path, b.Dir())
+			if filepath.Dir(path) != page.Dir() || filepath.Base(path) != "clean_page.png" {
+				t.Errorf("screenshot at %s, want clean_page.png in %s", path, page.Dir())
 			}
 			raw, err := os.ReadFile(path)
 			if err != nil {
@@ -184,16 +189,5 @@ func TestFindNamesTheBrowser(t *testing.T) {
 	t.Setenv(browser.EnvChromium, path)
 	if got, err := browser.Find(); err != nil || got != path {
 		t.Errorf("Find with WAKE_CHROMIUM=%s: %q, %v", path, got, err)
-	}
-}
-
-// The package is for tests: a non-test file that imports it fails this.
-func TestOnlyTestsImport(t *testing.T) {
-	importers, err := binaries.Importers(context.Background(), "github.com/wakeonchat/wakeonchat/host/internal/browser")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range importers {
-		t.Errorf("%s imports browser in a non-test file", p)
 	}
 }

@@ -1,12 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/wakeonchat/wakeonchat/host/internal/binaries"
 )
 
 func TestBuildBinaries(t *testing.T) {
@@ -47,18 +44,5 @@ func TestBuildBinariesOfAMissingPackage(t *testing.T) {
 	t.Parallel()
 	if _, err := BuildBinaries("./host/internal/e2e/testdata/no-such-command"); err == nil {
 		t.Error("BuildBinaries of a missing package: no error")
-	}
-}
-
-// TestOnlyTestsImport: no package's non-test files import e2e (the
-// package's doc promises it), so that test helpers never reach a binary.
-func TestOnlyTestsImport(t *testing.T) {
-	t.Parallel()
-	importers, err := binaries.Importers(context.Background(), "github.com/wakeonchat/wakeonchat/host/internal/e2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range importers {
-		t.Errorf("%s imports e2e in a non-test file", p)
 	}
 }

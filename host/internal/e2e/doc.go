@@ -12,6 +12,6 @@
 // (the simulator-driven stories of host/app, the scripted servers and rows
 // of host/faulttest) stays in the suite.
 //
-// TestOnlyTestsImport keeps the promise above: a package's non-test files
-// that import this one fail it.
+// TestOnlyTestsImport in host/internal/binaries keeps the promise above: a
+// package's non-test files that import this one fail it.
 package e2e
