@@ -2,8 +2,9 @@
 # `make test` runs every test. `make demo` needs only Go. `make test` first
 # installs or starts what the tests need when it is missing
 # (scripts/test-setup.sh): a headless Chromium for the browser tests
-# (scripts/install-chromium.sh, Debian's chromium through apt-get, only when
-# none is found, said in a line) and a PostgreSQL server that is installed
+# (scripts/install-chromium.sh: Debian's chromium-headless-shell through
+# apt-get, only when no headless shell is found and root can install it,
+# said in a line) and a PostgreSQL server that is installed
 # but stopped (scripts/start-postgres.sh). The PostgreSQL store's suites run
 # when a server answers at WAKE_TEST_POSTGRES_DSN (default
 # postgres://postgres@127.0.0.1:5432/test), and are skipped, said in a line

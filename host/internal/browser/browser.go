@@ -6,10 +6,13 @@
 // wrote to its console ([Page.Errors], [Page.CheckNoErrors]) and what it
 // looks like ([Page.Screenshot]).
 //
-// The browser is Debian's chromium, or the binary WAKE_CHROMIUM names. A
-// test whose browser is missing fails, saying how to install one
-// (scripts/install-chromium.sh, which make test runs when none is found): it never skips,
-// so a green run always drove a browser.
+// The browser is the binary WAKE_CHROMIUM names, else a headless shell
+// (Debian's chromium-headless-shell: Chromium's old headless mode as a
+// program of its own, the same Blink for a third of the CPU a test takes),
+// else a full Chromium or Chrome. A test whose browser is missing fails,
+// saying how to install one (scripts/install-chromium.sh, which make test
+// runs when there is none): it never skips, so a green run always drove a
+// browser.
 //
 // A page's screenshots go into the temporary directory of the test that
 // opened it, removed with it, unless the test binary runs with
@@ -44,16 +47,17 @@ const (
 var keepScreenshots = flag.Bool("keep-screenshots", false,
 	"keep the browser tests' screenshots in a directory named in the test log (also "+EnvKeepScreenshots+"=1)")
 
-// names are the binaries Find looks for on PATH, in order: Debian's
-// chromium first.
-var names = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
+// names are the binaries Find looks for on PATH, in order: the headless
+// shells (Debian's, then chromedp's image's name), then the full browsers,
+// Debian's chromium first. scripts/install-chromium.sh looks in the same
+// order.
+var names = []string{"chromium-headless-shell", "headless-shell", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
 
 // Install is what a developer runs when Find finds nothing.
 const Install = "scripts/install-chromium.sh"
 
 // Find returns the path of the browser to run: WAKE_CHROMIUM when it is
-// set, else the first of chromium, chromium-browser, google-chrome,
-// google-chrome-stable and headless-shell on PATH.
+// set, else the first of names on PATH.
 func Find() (string, error) {
 	if p := os.Getenv(EnvChromium); p != "" {
 		path, err := exec.LookPath(p)
@@ -86,7 +90,7 @@ func New(t testing.TB) *Browser {
 	t.Helper()
 	path, err := Find()
 	if err != nil {
-		t.Fatalf("browser: no Chromium to run the browser test with: %v; run %s (Debian's chromium) or set %s", err, Install, EnvChromium)
+		t.Fatalf("browser: no Chromium to run the browser test with: %v; run %s (Debian's chromium-headless-shell) or set %s", err, Install, EnvChromium)
 	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
