@@ -79,8 +79,14 @@ fi
 
 echo "install-chromium: no headless shell on the PATH; installing Debian's chromium-headless-shell package with apt-get (once)"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends chromium-headless-shell >/dev/null
+if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends chromium-headless-shell >/dev/null; }; then
+	if [ -n "$other" ]; then
+		echo "install-chromium: apt-get could not install chromium-headless-shell; using $other ($(version "$other"))"
+		exit 0
+	fi
+	echo "install-chromium: apt-get could not install chromium-headless-shell, and no other Chromium is on the PATH" >&2
+	exit 1
+fi
 if ! path="$(command -v chromium-headless-shell)"; then
 	echo "install-chromium: apt-get installed chromium-headless-shell, but it is not on the PATH ($PATH)" >&2
 	exit 1
