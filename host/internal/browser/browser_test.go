@@ -76,7 +76,6 @@ func TestHarness(t *testing.T) {
 // testConsoleErrors: the harness reports a page's console.error and its
 // uncaught exception, and nothing for a page that only logs.
 func testConsoleErrors(t *testing.T, b *browser.Browser, srv *httptest.Server) {
-
 	clean := b.Open(t, srv.URL+"/clean")
 	if errs := clean.Errors(); len(errs) != 0 {
 		t.Errorf("the clean page: errors %v, want none", errs)
