@@ -139,7 +139,7 @@ func screenshotDir(t testing.TB) string {
 type Page struct {
 	t   testing.TB
 	ctx context.Context
-	dir func() string // where its screenshots go, made at the first
+	dir func() string // where its screenshots go, made at the first Dir or Screenshot
 
 	mu      sync.Mutex
 	console []chromedp.ConsoleMessage
